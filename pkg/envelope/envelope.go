@@ -1,0 +1,119 @@
+package envelope
+
+import (
+	"errors"
+	"strings"
+)
+
+// Envelope kinds.
+const (
+	KindNormal  = "normal"
+	KindCommand = "command"
+	KindError   = "error"
+)
+
+// Envelope is one message entering or leaving a turn (Bub's Envelope /
+// ChannelMessage). Inbound envelopes are published by ingress; outbound
+// envelopes are rendered by render_outbound and dispatched by
+// dispatch_outbound.
+type Envelope struct {
+	// ID is unique per envelope; ingress deduplicates inbound envelopes by
+	// it, channel adapters deduplicate outbound ones.
+	ID            string   `json:"id"`
+	Content       string   `json:"content"`
+	Channel       string   `json:"channel,omitempty"`
+	ChatID        string   `json:"chat_id,omitempty"`
+	SessionID     string   `json:"session_id,omitempty"`
+	Context       *Context `json:"context,omitempty"`
+	Media         []Media  `json:"media,omitempty"`
+	Kind          string   `json:"kind,omitempty"`
+	OutputChannel string   `json:"output_channel,omitempty"`
+	IsActive      bool     `json:"is_active,omitempty"`
+	// InReplyTo is the id of the inbound envelope an outbound answers.
+	InReplyTo string `json:"in_reply_to,omitempty"`
+}
+
+// Media is one attached media item (Bub's MediaItem). Data holds inline
+// bytes as a data URL when the sender supplied them.
+type Media struct {
+	Type     string `json:"type"` // image, audio, video, document
+	MimeType string `json:"mime_type"`
+	Filename string `json:"filename,omitempty"`
+	URL      string `json:"url,omitempty"`
+}
+
+// ChannelOrDefault returns the channel, or "default" when empty.
+func (e *Envelope) ChannelOrDefault() string { return orDefault(e.Channel) }
+
+// ChatIDOrDefault returns the chat id, or "default" when empty.
+func (e *Envelope) ChatIDOrDefault() string { return orDefault(e.ChatID) }
+
+func orDefault(s string) string {
+	if s == "" {
+		return "default"
+	}
+	return s
+}
+
+// DefaultSessionID is Bub's fallback session id "<channel>:<chat_id>".
+func (e *Envelope) DefaultSessionID() string {
+	return e.ChannelOrDefault() + ":" + e.ChatIDOrDefault()
+}
+
+// ContextStr is Bub's context_str of the envelope's context.
+func (e *Envelope) ContextStr() string { return e.Context.Str() }
+
+// Clone returns a copy with its own context and media slice.
+func (e *Envelope) Clone() *Envelope {
+	c := *e
+	if e.Context != nil {
+		c.Context = e.Context.Clone()
+	}
+	c.Media = append([]Media(nil), e.Media...)
+	return &c
+}
+
+// Normalize applies Bub's ChannelMessage construction rules in place: the
+// context gains channel="$<channel>" and chat_id, and an empty
+// output_channel becomes the channel.
+func (e *Envelope) Normalize() {
+	if e.Context == nil {
+		e.Context = &Context{}
+	}
+	if e.Channel != "" {
+		e.Context.Set("channel", "$"+e.Channel)
+	}
+	if e.ChatID != "" {
+		e.Context.Set("chat_id", e.ChatID)
+	}
+	if e.OutputChannel == "" {
+		e.OutputChannel = e.Channel
+	}
+	if e.Kind == "" {
+		e.Kind = KindNormal
+	}
+}
+
+// Validation errors.
+var (
+	ErrNoID      = errors.New("envelope: id is required")
+	ErrNoContent = errors.New("envelope: content is required")
+	ErrKind      = errors.New("envelope: kind must be normal, command or error")
+)
+
+// Validate reports what makes an inbound envelope unusable.
+func (e *Envelope) Validate() error {
+	var errs []error
+	if strings.TrimSpace(e.ID) == "" {
+		errs = append(errs, ErrNoID)
+	}
+	if e.Content == "" && len(e.Media) == 0 {
+		errs = append(errs, ErrNoContent)
+	}
+	switch e.Kind {
+	case "", KindNormal, KindCommand, KindError:
+	default:
+		errs = append(errs, ErrKind)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,186 @@
+package subjects
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// DefaultPrefix is the root of every subject when none is configured.
+const DefaultPrefix = "bub"
+
+var prefixRE = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
+
+// Names builds every NATS name of one deployment from its root prefix.
+// Several deployments can share a cluster under different prefixes.
+type Names struct {
+	prefix string // e.g. "bub"
+	upper  string // e.g. "BUB", for stream names
+	under  string // e.g. "bub", for bucket names ("-" becomes "_")
+}
+
+// New returns the names for prefix ("" means [DefaultPrefix]). A prefix is
+// 1–32 characters of [a-z0-9-] starting with a letter.
+func New(prefix string) (Names, error) {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	if !prefixRE.MatchString(prefix) {
+		return Names{}, fmt.Errorf("subjects: invalid prefix %q: want 1-32 of [a-z0-9-], starting with a letter", prefix)
+	}
+	under := strings.ReplaceAll(prefix, "-", "_")
+	return Names{prefix: prefix, upper: strings.ToUpper(under), under: under}, nil
+}
+
+// Default returns the names for [DefaultPrefix].
+func Default() Names {
+	n, _ := New(DefaultPrefix)
+	return n
+}
+
+// Prefix returns the root prefix.
+func (n Names) Prefix() string { return n.prefix }
+
+func (n Names) subj(parts ...string) string {
+	return n.prefix + "." + strings.Join(parts, ".")
+}
+
+// Inbound is the subject of inbound envelopes of a channel:
+// bub.inbound.<channel>.
+func (n Names) Inbound(channel string) string { return n.subj("inbound", Token(channel)) }
+
+// InboundAll matches every inbound envelope: bub.inbound.>.
+func (n Names) InboundAll() string { return n.subj("inbound", ">") }
+
+// Event is the subject of one lifecycle event of a session:
+// bub.events.<session>.<event>, where event is a dotted name such as
+// "tool_call.started".
+func (n Names) Event(session, event string) string {
+	return n.subj("events", Token(session), event)
+}
+
+// EventsOf matches every lifecycle event of one session.
+func (n Names) EventsOf(session string) string { return n.subj("events", Token(session), ">") }
+
+// EventsAll matches every lifecycle event: bub.events.>.
+func (n Names) EventsAll() string { return n.subj("events", ">") }
+
+// EventsOfType matches one event type of every session, e.g.
+// bub.events.*.tool_call.started.
+func (n Names) EventsOfType(event string) string { return n.subj("events", "*", event) }
+
+// Tape is the subject holding a session's tape: bub.tape.<session>.
+func (n Names) Tape(session string) string { return n.subj("tape", Token(session)) }
+
+// TapesAll matches every tape subject.
+func (n Names) TapesAll() string { return n.subj("tape", "*") }
+
+// TapeArchive is the subject holding archived entries of a session's tape.
+func (n Names) TapeArchive(session string) string {
+	return n.subj("tape-archive", Token(session))
+}
+
+// TapeArchivesAll matches every tape archive subject.
+func (n Names) TapeArchivesAll() string { return n.subj("tape-archive", ">") }
+
+// Outbound is the subject of outbound envelopes of a channel and session:
+// bub.outbound.<channel>.<session>.
+func (n Names) Outbound(channel, session string) string {
+	return n.subj("outbound", Token(channel), Token(session))
+}
+
+// OutboundAll matches every outbound envelope.
+func (n Names) OutboundAll() string { return n.subj("outbound", ">") }
+
+// OutboundOfChannel matches every outbound envelope of one channel.
+func (n Names) OutboundOfChannel(channel string) string {
+	return n.subj("outbound", Token(channel), "*")
+}
+
+// TokenStream is the core-NATS subject of token deltas of one run:
+// bub.stream.<session>.<run>.
+func (n Names) TokenStream(session, run string) string {
+	return n.subj("stream", Token(session), Token(run))
+}
+
+// TokenStreamOf matches every token delta of a session.
+func (n Names) TokenStreamOf(session string) string {
+	return n.subj("stream", Token(session), "*")
+}
+
+// Steer is the subject of steering messages for a session's running turn.
+func (n Names) Steer(session string) string { return n.subj("steer", Token(session)) }
+
+// SteerAll matches every steering subject.
+func (n Names) SteerAll() string { return n.subj("steer", "*") }
+
+// Hook is the request/reply subject of one hook of an interceptor service:
+// bub.hook.<service>.<hook>.
+func (n Names) Hook(service, hook string) string { return n.subj("hook", service, hook) }
+
+// HookService is the subject prefix of an interceptor service's endpoints
+// (used as the NATS micro group).
+func (n Names) HookService(service string) string { return n.subj("hook", service) }
+
+// HookAll matches every interceptor endpoint.
+func (n Names) HookAll() string { return n.subj("hook", ">") }
+
+// DLQ is the dead-letter subject for reason: bub.dlq.<reason>.
+func (n Names) DLQ(reason string) string { return n.subj("dlq", Token(reason)) }
+
+// DLQAll matches every dead letter.
+func (n Names) DLQAll() string { return n.subj("dlq", ">") }
+
+// Stream names.
+
+// InboundStream holds inbound envelopes (work-queue retention).
+func (n Names) InboundStream() string { return n.upper + "_INBOUND" }
+
+// EventsStream holds lifecycle events (limits retention).
+func (n Names) EventsStream() string { return n.upper + "_EVENTS" }
+
+// TapesStream holds tapes; only the recorder writes it.
+func (n Names) TapesStream() string { return n.upper + "_TAPES" }
+
+// OutboundStream holds outbound envelopes.
+func (n Names) OutboundStream() string { return n.upper + "_OUTBOUND" }
+
+// SteerStream holds steering messages.
+func (n Names) SteerStream() string { return n.upper + "_STEER" }
+
+// DLQStream holds dead letters.
+func (n Names) DLQStream() string { return n.upper + "_DLQ" }
+
+// Consumer names.
+
+// WorkerConsumer is the shared durable pull consumer of workers on the
+// inbound stream.
+func (n Names) WorkerConsumer() string { return "workers" }
+
+// RecorderConsumer is the recorder's durable consumer on the events stream.
+func (n Names) RecorderConsumer() string { return "recorder" }
+
+// KV bucket names.
+
+// StateBucket holds per-session state (last finished run watermark).
+func (n Names) StateBucket() string { return n.under + "_state" }
+
+// TurnsBucket is the cluster-wide turn registry.
+func (n Names) TurnsBucket() string { return n.under + "_turns" }
+
+// TapeIndexBucket holds the per-tape index (committed sequence, last
+// anchor) that makes context reads O(entries since the last anchor).
+func (n Names) TapeIndexBucket() string { return n.under + "_tape_index" }
+
+// Header names used on Bub messages (nats.Header is case-sensitive).
+const (
+	HeaderMsgID           = "Nats-Msg-Id"
+	HeaderExpectedLastSeq = "Nats-Expected-Last-Subject-Sequence"
+	HeaderDLQReason       = "Bub-Dlq-Reason"
+	HeaderDLQError        = "Bub-Dlq-Error"
+	HeaderDLQSubject      = "Bub-Dlq-Subject"
+	HeaderDeadline        = "Bub-Deadline"
+	HeaderHookError       = "Bub-Hook-Error"
+	HeaderTraceparent     = "traceparent"
+	HeaderTracestate      = "tracestate"
+)

@@ -1,0 +1,8 @@
+// Package tools defines Bub's tools and the tool-call payloads that
+// before_tool_call / after_tool_call hooks see ([Call], [Decision],
+// [Result]).
+//
+// Start with [Tool] and [Registry]. Looking for bash, fs.*, tape.* and the
+// other builtin tools? See package tools/builtin. For how tool calls are
+// executed inside the agent loop see package agent.
+package tools
