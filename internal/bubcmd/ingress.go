@@ -1,0 +1,46 @@
+package bubcmd
+
+import (
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/bubbus/bub/internal/cli"
+	"github.com/bubbus/bub/internal/ingress"
+	"github.com/bubbus/bub/internal/stack"
+)
+
+// bindIngress registers the HTTP API flags.
+func bindIngress(fs *pflag.FlagSet, c *ingress.Config, getenv cli.Getenv) {
+	fs.StringVar(&c.Addr, "http", cli.EnvOr(getenv, "BUB_HTTP_ADDR", "127.0.0.1:8080"), "HTTP listen address (env BUB_HTTP_ADDR)")
+	fs.Int64Var(&c.MaxBodyBytes, "max-body", 1<<20, "maximum request body in bytes")
+	fs.StringVar(&c.Token, "token", getenv("BUB_INGRESS_TOKEN"), "bearer token required from clients (env BUB_INGRESS_TOKEN)")
+	fs.DurationVar(&c.MaxWait, "max-wait", 5*time.Minute, "upper bound of ?wait=")
+}
+
+// NewIngress returns the ingress service command.
+func NewIngress(getenv cli.Getenv) *cobra.Command {
+	var common cli.Common
+	var o stack.IngressOptions
+	cmd := &cobra.Command{
+		Use:          "ingress",
+		Short:        "Accept envelopes over HTTP and publish them to NATS",
+		Args:         cobra.NoArgs,
+		SilenceUsage: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := common.Validate(); err != nil {
+				return err
+			}
+			log := common.Logger(cmd.ErrOrStderr()).With("service", "ingress")
+			log.Info("ingress.config", "nats", common.NATS, "http", o.HTTP)
+			return runService(cmd.Context(), &common, "ingress", log, func(conn *stack.Conn) error {
+				o.Instance = cli.Instance(getenv)
+				return stack.RunIngress(cmd.Context(), conn, o, log)
+			})
+		},
+	}
+	common.Bind(cmd.Flags(), getenv)
+	bindIngress(cmd.Flags(), &o.HTTP, getenv)
+	return cmd
+}

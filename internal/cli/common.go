@@ -1,0 +1,111 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/bubbus/bub/internal/natsx"
+	"github.com/bubbus/bub/pkg/subjects"
+)
+
+// Getenv reads an environment variable (os.Getenv in production, a map in
+// tests).
+type Getenv func(string) string
+
+// Common are the settings of every command.
+type Common struct {
+	// Home is the bub home directory (BUB_HOME, default ~/.bub): embedded
+	// NATS data, archives.
+	Home string
+	// Prefix is the root of every NATS name (BUB_PREFIX, default "bub").
+	Prefix string
+	// NATS says how to reach an existing cluster; an empty URL means the
+	// embedded server (only commands that can start one accept that).
+	NATS natsx.ClientConfig
+	// LogLevel is debug, info, warn or error (BUB_LOG_LEVEL, info).
+	LogLevel string
+	// LogFormat is text or json (BUB_LOG_FORMAT, text).
+	LogFormat string
+}
+
+// EnvOr returns getenv(key) when set, else def.
+func EnvOr(getenv Getenv, key, def string) string {
+	if v := getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// Bind registers the common flags on fs with defaults taken from the
+// environment, so a flag beats BUB_* which beats the built-in default.
+func (c *Common) Bind(fs *pflag.FlagSet, getenv Getenv) {
+	home := ""
+	if h, err := os.UserHomeDir(); err == nil {
+		home = filepath.Join(h, ".bub")
+	}
+	fs.StringVar(&c.Home, "home", EnvOr(getenv, "BUB_HOME", home), "bub home directory (env BUB_HOME)")
+	fs.StringVar(&c.Prefix, "prefix", EnvOr(getenv, "BUB_PREFIX", subjects.DefaultPrefix), "root of every NATS subject, stream and bucket name (env BUB_PREFIX)")
+	fs.StringVar(&c.NATS.URL, "nats", getenv("BUB_NATS_URL"), "NATS URL of an existing cluster; empty = embedded server (env BUB_NATS_URL)")
+	fs.StringVar(&c.NATS.CredsFile, "nats-creds", getenv("BUB_NATS_CREDS"), "NATS credentials file (env BUB_NATS_CREDS)")
+	fs.StringVar(&c.NATS.NKeyFile, "nats-nkey", getenv("BUB_NATS_NKEY"), "NATS nkey seed file (env BUB_NATS_NKEY)")
+	fs.StringVar(&c.NATS.User, "nats-user", getenv("BUB_NATS_USER"), "NATS user (env BUB_NATS_USER)")
+	fs.StringVar(&c.NATS.Password, "nats-password", getenv("BUB_NATS_PASSWORD"), "NATS password (env BUB_NATS_PASSWORD)")
+	fs.StringVar(&c.NATS.Token, "nats-token", getenv("BUB_NATS_TOKEN"), "NATS token (env BUB_NATS_TOKEN)")
+	fs.StringVar(&c.NATS.TLSCert, "nats-tls-cert", getenv("BUB_NATS_TLS_CERT"), "client TLS certificate (env BUB_NATS_TLS_CERT)")
+	fs.StringVar(&c.NATS.TLSKey, "nats-tls-key", getenv("BUB_NATS_TLS_KEY"), "client TLS key (env BUB_NATS_TLS_KEY)")
+	fs.StringVar(&c.NATS.TLSCA, "nats-tls-ca", getenv("BUB_NATS_TLS_CA"), "CA to trust for NATS TLS (env BUB_NATS_TLS_CA)")
+	fs.StringVar(&c.LogLevel, "log-level", EnvOr(getenv, "BUB_LOG_LEVEL", "info"), "debug, info, warn or error (env BUB_LOG_LEVEL)")
+	fs.StringVar(&c.LogFormat, "log-format", EnvOr(getenv, "BUB_LOG_FORMAT", "text"), "text or json (env BUB_LOG_FORMAT)")
+}
+
+// Validate reports unusable settings.
+func (c *Common) Validate() error {
+	var errs []error
+	if _, err := subjects.New(c.Prefix); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := parseLevel(c.LogLevel); err != nil {
+		errs = append(errs, err)
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		errs = append(errs, fmt.Errorf("log format %q: want text or json", c.LogFormat))
+	}
+	if c.Home == "" {
+		errs = append(errs, errors.New("home directory is unknown: set --home or BUB_HOME"))
+	}
+	return errors.Join(errs...)
+}
+
+// Names returns the NATS names of the configured prefix.
+func (c *Common) Names() subjects.Names {
+	n, err := subjects.New(c.Prefix)
+	if err != nil {
+		return subjects.Default()
+	}
+	return n
+}
+
+// Logger returns the slog logger writing to w.
+func (c *Common) Logger(w io.Writer) *slog.Logger {
+	lvl, _ := parseLevel(c.LogLevel)
+	opts := &slog.HandlerOptions{Level: lvl}
+	if c.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(strings.ToUpper(s))); err != nil {
+		return 0, fmt.Errorf("log level %q: want debug, info, warn or error", s)
+	}
+	return l, nil
+}

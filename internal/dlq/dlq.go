@@ -1,0 +1,72 @@
+package dlq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/bubbus/bub/pkg/subjects"
+)
+
+// Reasons a message is dead-lettered.
+const (
+	ReasonUndecodable  = "undecodable"
+	ReasonUnknownType  = "unknown_type"
+	ReasonInvalid      = "invalid_envelope"
+	ReasonMaxDelivered = "max_delivered"
+)
+
+// Writer dead-letters messages.
+type Writer struct {
+	js    jetstream.JetStream
+	names subjects.Names
+	log   *slog.Logger
+}
+
+// NewWriter returns a writer publishing to the DLQ stream.
+func NewWriter(js jetstream.JetStream, names subjects.Names, log *slog.Logger) *Writer {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Writer{js: js, names: names, log: log}
+}
+
+// Reject copies msg to bub.dlq.<reason> with the reason, the error text
+// and the original subject and headers, then terminates msg so it is never
+// redelivered. When the copy fails, msg is negatively acknowledged instead
+// so it is retried rather than lost.
+func (w *Writer) Reject(ctx context.Context, msg jetstream.Msg, reason string, cause error) error {
+	if err := w.Copy(ctx, msg.Subject(), msg.Headers(), msg.Data(), reason, cause); err != nil {
+		if nerr := msg.Nak(); nerr != nil {
+			err = errors.Join(err, nerr)
+		}
+		return err
+	}
+	w.log.Warn("dlq.rejected", "subject", msg.Subject(), "reason", reason, "err", cause)
+	return msg.TermWithReason(reason)
+}
+
+// Copy publishes a dead letter.
+func (w *Writer) Copy(ctx context.Context, subject string, header nats.Header, data []byte, reason string, cause error) error {
+	out := nats.NewMsg(w.names.DLQ(reason))
+	for k, v := range header {
+		if k == subjects.HeaderMsgID {
+			continue // a replayed copy must not be deduplicated away
+		}
+		out.Header[k] = append([]string(nil), v...)
+	}
+	out.Header.Set(subjects.HeaderDLQReason, reason)
+	out.Header.Set(subjects.HeaderDLQSubject, subject)
+	if cause != nil {
+		out.Header.Set(subjects.HeaderDLQError, cause.Error())
+	}
+	out.Data = data
+	if _, err := w.js.PublishMsg(ctx, out); err != nil {
+		return fmt.Errorf("dead-lettering %s (%s): %w", subject, reason, err)
+	}
+	return nil
+}

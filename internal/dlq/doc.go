@@ -1,0 +1,7 @@
+// Package dlq copies messages a service cannot process to the dead-letter
+// stream (bub.dlq.<reason>) with the reason, the error and the original
+// subject and headers, so nothing is ever silently dropped.
+//
+// Start with [Writer.Reject]. Listing and replaying dead letters is
+// [List] and [Replay] (used by `bub dlq`).
+package dlq

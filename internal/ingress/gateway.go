@@ -1,0 +1,170 @@
+package ingress
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/bubbus/bub/pkg/envelope"
+	"github.com/bubbus/bub/pkg/events"
+	"github.com/bubbus/bub/pkg/subjects"
+)
+
+// Gateway publishes inbound envelopes and collects the outbound envelopes
+// that answer them. It is the one code path by which envelopes enter the
+// system, for HTTP clients and the CLI alike.
+type Gateway struct {
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	names  subjects.Names
+	source string
+	log    *slog.Logger
+	sub    *nats.Subscription
+
+	mu      sync.Mutex
+	waiters map[string]*waiter // by inbound envelope id
+}
+
+type waiter struct {
+	size int
+	got  map[string]envelope.Envelope // by outbound id (deduplicated)
+	byIx map[int]string
+	done chan struct{}
+}
+
+// NewGateway subscribes to outbound envelopes and returns a gateway.
+// Close it to unsubscribe.
+func NewGateway(nc *nats.Conn, js jetstream.JetStream, names subjects.Names, source string, log *slog.Logger) (*Gateway, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	g := &Gateway{nc: nc, js: js, names: names, source: source, log: log, waiters: map[string]*waiter{}}
+	sub, err := nc.Subscribe(names.OutboundAll(), g.onOutbound)
+	if err != nil {
+		return nil, fmt.Errorf("subscribing to outbound: %w", err)
+	}
+	sub.SetPendingLimits(-1, 256<<20)
+	g.sub = sub
+	return g, nil
+}
+
+// Close stops collecting outbound envelopes.
+func (g *Gateway) Close() error { return g.sub.Unsubscribe() }
+
+// Receipt says what happened to a published envelope.
+type Receipt struct {
+	ID        string `json:"id"`
+	SessionID string `json:"session_id"`
+	// Duplicate is true when an envelope with this id was already accepted.
+	Duplicate bool `json:"duplicate,omitempty"`
+}
+
+// Publish sends env to the inbound stream with Nats-Msg-Id = env.ID. The
+// envelope must already be valid; a retry with the same id is accepted
+// once.
+func (g *Gateway) Publish(ctx context.Context, env *envelope.Envelope) (Receipt, error) {
+	if err := env.Validate(); err != nil {
+		return Receipt{}, err
+	}
+	sid := SessionHint(env)
+	ev, err := events.New(events.TypeEnvelopeInbound, events.Attrs{
+		ID:        env.ID,
+		Source:    g.source,
+		SessionID: sid,
+	}, env)
+	if err != nil {
+		return Receipt{}, err
+	}
+	msg, err := events.ToMsg(g.names.Inbound(env.ChannelOrDefault()), ev)
+	if err != nil {
+		return Receipt{}, err
+	}
+	ack, err := g.js.PublishMsg(ctx, msg)
+	if err != nil {
+		return Receipt{}, fmt.Errorf("publishing inbound envelope: %w", err)
+	}
+	return Receipt{ID: env.ID, SessionID: sid, Duplicate: ack.Duplicate}, nil
+}
+
+// SessionHint is the session id ingress reports for an envelope before a
+// worker resolves it: the envelope's session id when non-blank, else
+// Bub's default "<channel>:<chat_id>".
+func SessionHint(env *envelope.Envelope) string {
+	if env.SessionID != "" {
+		return env.SessionID
+	}
+	return env.DefaultSessionID()
+}
+
+// Expect registers interest in the replies to inbound id; call it before
+// Publish so no reply can be missed. The returned function waits until
+// every outbound envelope of the turn arrived or ctx ends, and releases the
+// registration.
+func (g *Gateway) Expect(id string) func(ctx context.Context) ([]envelope.Envelope, error) {
+	w := &waiter{size: -1, got: map[string]envelope.Envelope{}, byIx: map[int]string{}, done: make(chan struct{})}
+	g.mu.Lock()
+	g.waiters[id] = w
+	g.mu.Unlock()
+	return func(ctx context.Context) ([]envelope.Envelope, error) {
+		defer func() {
+			g.mu.Lock()
+			delete(g.waiters, id)
+			g.mu.Unlock()
+		}()
+		select {
+		case <-w.done:
+		case <-ctx.Done():
+			return g.partial(w), ctx.Err()
+		}
+		return g.partial(w), nil
+	}
+}
+
+func (g *Gateway) partial(w *waiter) []envelope.Envelope {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]envelope.Envelope, 0, len(w.byIx))
+	for _, ix := range slices.Sorted(maps.Keys(w.byIx)) {
+		out = append(out, w.got[w.byIx[ix]])
+	}
+	return out
+}
+
+func (g *Gateway) onOutbound(msg *nats.Msg) {
+	ev, err := events.FromMsg(msg)
+	if err != nil {
+		g.log.Warn("ingress.outbound_undecodable", "subject", msg.Subject, "err", err)
+		return
+	}
+	var env envelope.Envelope
+	if err := events.DecodeData(ev, &env); err != nil {
+		g.log.Warn("ingress.outbound_undecodable", "subject", msg.Subject, "err", err)
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	w, ok := g.waiters[env.InReplyTo]
+	if !ok {
+		return
+	}
+	if _, dup := w.got[env.ID]; dup {
+		return
+	}
+	ix, size := events.Batch(ev)
+	w.got[env.ID] = env
+	w.byIx[ix] = env.ID
+	w.size = size
+	if len(w.got) >= w.size {
+		select {
+		case <-w.done:
+		default:
+			close(w.done)
+		}
+	}
+}

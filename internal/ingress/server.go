@@ -1,0 +1,318 @@
+package ingress
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/bubbus/bub/pkg/envelope"
+	"github.com/bubbus/bub/pkg/events"
+)
+
+// Config configures the HTTP API. The zero value means the documented
+// defaults.
+type Config struct {
+	// Addr is the listen address (127.0.0.1:8080).
+	Addr string
+	// MaxBodyBytes bounds a request body (1 MiB).
+	MaxBodyBytes int64
+	// Token, when set, is required as "Authorization: Bearer <token>".
+	Token string
+	// DefaultChannel names the channel of envelopes that give none ("http").
+	DefaultChannel string
+	// MaxWait caps ?wait= (5m).
+	MaxWait time.Duration
+	// ShutdownGrace bounds the drain of in-flight requests (10s).
+	ShutdownGrace time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.Addr == "" {
+		c.Addr = "127.0.0.1:8080"
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = 1 << 20
+	}
+	if c.DefaultChannel == "" {
+		c.DefaultChannel = "http"
+	}
+	if c.MaxWait == 0 {
+		c.MaxWait = 5 * time.Minute
+	}
+	if c.ShutdownGrace == 0 {
+		c.ShutdownGrace = 10 * time.Second
+	}
+	return c
+}
+
+// Validate reports impossible settings.
+func (c Config) Validate() error {
+	var errs []error
+	if c.MaxBodyBytes < 0 {
+		errs = append(errs, errors.New("max body bytes must be positive"))
+	}
+	if c.MaxWait < 0 {
+		errs = append(errs, errors.New("max wait must be positive"))
+	}
+	return errors.Join(errs...)
+}
+
+// LogValue implements slog.LogValuer without the token.
+func (c Config) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("addr", c.Addr),
+		slog.Int64("max_body_bytes", c.MaxBodyBytes),
+		slog.Bool("token", c.Token != ""),
+		slog.String("default_channel", c.DefaultChannel),
+		slog.Duration("max_wait", c.MaxWait),
+	)
+}
+
+// Ready reports whether the server can accept messages (NATS connected,
+// streams present); nil means ready.
+type Ready func(ctx context.Context) error
+
+// Server is the ingress HTTP API.
+type Server struct {
+	cfg   Config
+	gw    *Gateway
+	ready Ready
+	log   *slog.Logger
+}
+
+// NewServer returns the HTTP API over gw.
+func NewServer(cfg Config, gw *Gateway, ready Ready, log *slog.Logger) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Server{cfg: cfg.withDefaults(), gw: gw, ready: ready, log: log}, nil
+}
+
+// Handler returns the HTTP routes.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/messages", s.auth(s.postMessage))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if err := s.ready(r.Context()); err != nil {
+			writeError(w, http.StatusServiceUnavailable, "not_ready", err.Error())
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	})
+	return mux
+}
+
+// Run serves on cfg.Addr until ctx ends, then shuts down gracefully. When
+// ln is non-nil it is used instead of listening on cfg.Addr.
+func (s *Server) Run(ctx context.Context, ln net.Listener) error {
+	if ln == nil {
+		var err error
+		ln, err = net.Listen("tcp", s.cfg.Addr)
+		if err != nil {
+			return fmt.Errorf("ingress listen %s: %w", s.cfg.Addr, err)
+		}
+	}
+	srv := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	s.log.Info("ingress.listening", "addr", ln.Addr().String())
+	select {
+	case err := <-errc:
+		return fmt.Errorf("ingress serve: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("ingress shutdown: %w", err)
+	}
+	return nil
+}
+
+func (s *Server) auth(next http.HandlerFunc) http.HandlerFunc {
+	if s.cfg.Token == "" {
+		return next
+	}
+	want := []byte("Bearer " + s.cfg.Token)
+	return func(w http.ResponseWriter, r *http.Request) {
+		got := []byte(r.Header.Get("Authorization"))
+		if subtle.ConstantTimeCompare(got, want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="bub"`)
+			writeError(w, http.StatusUnauthorized, "unauthorized", "a valid bearer token is required")
+			return
+		}
+		next(w, r)
+	}
+}
+
+// reply is the body of a successful POST /v1/messages.
+type reply struct {
+	Receipt
+	Outbounds []envelope.Envelope `json:"outbounds,omitempty"`
+	Pending   bool                `json:"pending,omitempty"`
+}
+
+func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
+	wait, err := s.parseWait(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_wait", err.Error())
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, http.StatusRequestEntityTooLarge, "body_too_large",
+				fmt.Sprintf("request body exceeds %d bytes", s.cfg.MaxBodyBytes))
+			return
+		}
+		writeError(w, http.StatusBadRequest, "unreadable_body", err.Error())
+		return
+	}
+	env, code, err := DecodeRequest(r.Header, body)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, code, err.Error())
+		return
+	}
+	if env.ID == "" {
+		env.ID = events.NewID()
+	}
+	if env.Channel == "" {
+		env.Channel = s.cfg.DefaultChannel
+	}
+	if err := env.Validate(); err != nil {
+		writeError(w, http.StatusUnprocessableEntity, "invalid_envelope", err.Error())
+		return
+	}
+	var await func(context.Context) ([]envelope.Envelope, error)
+	if wait > 0 {
+		await = s.gw.Expect(env.ID)
+	}
+	rc, err := s.gw.Publish(r.Context(), env)
+	if err != nil {
+		if await != nil {
+			_, _ = await(canceled())
+		}
+		s.log.Error("ingress.publish_failed", "id", env.ID, "err", err)
+		writeError(w, http.StatusServiceUnavailable, "publish_failed", err.Error())
+		return
+	}
+	if await == nil {
+		writeJSON(w, http.StatusAccepted, reply{Receipt: rc})
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), wait)
+	defer cancel()
+	outs, err := await(ctx)
+	if err != nil {
+		writeJSON(w, http.StatusAccepted, reply{Receipt: rc, Outbounds: outs, Pending: true})
+		return
+	}
+	writeJSON(w, http.StatusOK, reply{Receipt: rc, Outbounds: outs})
+}
+
+func canceled() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}
+
+func (s *Server) parseWait(r *http.Request) (time.Duration, error) {
+	v := r.URL.Query().Get("wait")
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("wait %q is not a duration such as 30s", v)
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("wait %q must be positive", v)
+	}
+	return min(d, s.cfg.MaxWait), nil
+}
+
+// DecodeRequest turns an HTTP request body into an inbound envelope. It
+// accepts Bub's JSON envelope and a CloudEvent of type
+// dev.bub.envelope.inbound.v1 in binary (ce-* headers) or structured
+// (application/cloudevents+json) mode. On failure it returns a short error
+// code and an error naming the problem.
+func DecodeRequest(header http.Header, body []byte) (*envelope.Envelope, string, error) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, "empty_body", errors.New("request body is empty")
+	}
+	ct := header.Get("Content-Type")
+	data := body
+	if header.Get("Ce-Specversion") != "" || strings.HasPrefix(ct, events.ContentTypeStructured) {
+		ev, err := events.Decode(header, body)
+		if err != nil {
+			return nil, "invalid_cloudevent", err
+		}
+		if ev.Type() != events.TypeEnvelopeInbound {
+			return nil, "unknown_event_type", fmt.Errorf("CloudEvent type %q is not accepted; send %s", ev.Type(), events.TypeEnvelopeInbound)
+		}
+		data = ev.Data()
+		env, code, err := decodeEnvelope(data)
+		if err != nil {
+			return nil, code, err
+		}
+		if env.ID == "" {
+			env.ID = ev.ID()
+		}
+		return env, "", nil
+	}
+	if ct != "" && !strings.HasPrefix(ct, "application/json") {
+		return nil, "unsupported_media_type", fmt.Errorf("content type %q is not accepted; send application/json or a CloudEvent", ct)
+	}
+	return decodeEnvelope(data)
+}
+
+func decodeEnvelope(data []byte) (*envelope.Envelope, string, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var env envelope.Envelope
+	if err := dec.Decode(&env); err != nil {
+		return nil, "invalid_json", fmt.Errorf("decoding envelope JSON: %w", err)
+	}
+	if dec.More() {
+		return nil, "invalid_json", errors.New("decoding envelope JSON: trailing data after the object")
+	}
+	if env.Content == "" && len(env.Media) == 0 {
+		return nil, "missing_content", errors.New("envelope needs a non-empty \"content\"")
+	}
+	return &env, "", nil
+}
+
+type errorBody struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, errorBody{Error: msg, Code: code})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,225 @@
+package ingress_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/bubbus/bub/internal/ingress"
+	"github.com/bubbus/bub/internal/natstest"
+	"github.com/bubbus/bub/internal/natsx"
+	"github.com/bubbus/bub/pkg/envelope"
+	"github.com/bubbus/bub/pkg/events"
+	"github.com/bubbus/bub/pkg/subjects"
+)
+
+type fixture struct {
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	names subjects.Names
+	gw    *ingress.Gateway
+	srv   *httptest.Server
+}
+
+func setup(t *testing.T, cfg ingress.Config) *fixture {
+	t.Helper()
+	s := natstest.Start(t)
+	nc, js := s.JetStream(t)
+	names := subjects.Default()
+	if err := natsx.EnsureTopology(context.Background(), js, names, natsx.Topology{}); err != nil {
+		t.Fatal(err)
+	}
+	gw, err := ingress.NewGateway(nc, js, names, events.Source("ingress", "test"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = gw.Close() })
+	srv, err := ingress.NewServer(cfg, gw, func(context.Context) error { return nil }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	return &fixture{nc: nc, js: js, names: names, gw: gw, srv: hs}
+}
+
+func (f *fixture) inboundCount(t *testing.T) uint64 {
+	t.Helper()
+	st, err := f.js.Stream(context.Background(), f.names.InboundStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.Msgs
+}
+
+func post(t *testing.T, url string, header http.Header, body string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatalf("response %d is not JSON: %q", resp.StatusCode, raw)
+	}
+	return resp.StatusCode, out
+}
+
+func jsonHeader() http.Header { return http.Header{"Content-Type": {"application/json"}} }
+
+func TestBadInputIsRejectedAndNothingPublished(t *testing.T) {
+	f := setup(t, ingress.Config{MaxBodyBytes: 256})
+	cases := []struct {
+		name   string
+		header http.Header
+		body   string
+		status int
+		code   string
+	}{
+		{"empty body", jsonHeader(), "", 400, "empty_body"},
+		{"invalid json", jsonHeader(), `{"content":`, 400, "invalid_json"},
+		{"unknown field", jsonHeader(), `{"content":"x","bogus":1}`, 400, "invalid_json"},
+		{"trailing data", jsonHeader(), `{"content":"x"} {}`, 400, "invalid_json"},
+		{"missing content", jsonHeader(), `{"channel":"http"}`, 400, "missing_content"},
+		{"context not object", jsonHeader(), `{"content":"x","context":[1]}`, 400, "invalid_json"},
+		{"oversized body", jsonHeader(), `{"content":"` + strings.Repeat("a", 300) + `"}`, 413, "body_too_large"},
+		{"wrong media type", http.Header{"Content-Type": {"text/plain"}}, `hello`, 400, "unsupported_media_type"},
+		{"unknown cloudevent type", http.Header{
+			"Content-Type": {"application/json"}, "Ce-Specversion": {"1.0"}, "Ce-Id": {"1"},
+			"Ce-Source": {"/x"}, "Ce-Type": {"com.example.other"},
+		}, `{"content":"x"}`, 400, "unknown_event_type"},
+		{"cloudevent missing id", http.Header{"Content-Type": {events.ContentTypeStructured}},
+			`{"specversion":"1.0","source":"/x","type":"dev.bub.envelope.inbound.v1","data":{"content":"x"}}`, 400, "invalid_cloudevent"},
+		{"invalid kind", jsonHeader(), `{"content":"x","kind":"weird"}`, 422, "invalid_envelope"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body := post(t, f.srv.URL+"/v1/messages", tc.header, tc.body)
+			if status != tc.status || body["code"] != tc.code {
+				t.Fatalf("got %d %v, want %d code %s", status, body, tc.status, tc.code)
+			}
+			if msg, _ := body["error"].(string); msg == "" {
+				t.Fatalf("no reason in %v", body)
+			}
+		})
+	}
+	if n := f.inboundCount(t); n != 0 {
+		t.Fatalf("%d messages published for bad input", n)
+	}
+	status, body := post(t, f.srv.URL+"/v1/messages?wait=soon", jsonHeader(), `{"content":"x"}`)
+	if status != 400 || body["code"] != "invalid_wait" {
+		t.Fatalf("bad wait: %d %v", status, body)
+	}
+}
+
+func TestAcceptsJSONAndBothCloudEventModesIdempotently(t *testing.T) {
+	f := setup(t, ingress.Config{})
+	url := f.srv.URL + "/v1/messages"
+	status, body := post(t, url, jsonHeader(), `{"id":"m1","content":"hi","chat_id":"42"}`)
+	if status != 202 || body["id"] != "m1" || body["session_id"] != "http:42" {
+		t.Fatalf("json: %d %v", status, body)
+	}
+	status, body = post(t, url, jsonHeader(), `{"id":"m1","content":"hi","chat_id":"42"}`)
+	if status != 202 || body["duplicate"] != true {
+		t.Fatalf("retry: %d %v", status, body)
+	}
+	binary := http.Header{
+		"Content-Type": {"application/json"}, "Ce-Specversion": {"1.0"}, "Ce-Id": {"ce-bin"},
+		"Ce-Source": {"/client"}, "Ce-Type": {events.TypeEnvelopeInbound},
+	}
+	status, body = post(t, url, binary, `{"content":"binary mode","session_id":"s b"}`)
+	if status != 202 || body["id"] != "ce-bin" || body["session_id"] != "s b" {
+		t.Fatalf("binary: %d %v", status, body)
+	}
+	structured := `{"specversion":"1.0","id":"ce-str","source":"/client","type":"dev.bub.envelope.inbound.v1",` +
+		`"datacontenttype":"application/json","data":{"content":"structured"}}`
+	status, body = post(t, url, http.Header{"Content-Type": {events.ContentTypeStructured}}, structured)
+	if status != 202 || body["id"] != "ce-str" {
+		t.Fatalf("structured: %d %v", status, body)
+	}
+	if n := f.inboundCount(t); n != 3 {
+		t.Fatalf("inbound stream holds %d messages, want 3", n)
+	}
+}
+
+func TestBearerToken(t *testing.T) {
+	f := setup(t, ingress.Config{Token: "s3cret"})
+	url := f.srv.URL + "/v1/messages"
+	if status, body := post(t, url, jsonHeader(), `{"content":"x"}`); status != 401 || body["code"] != "unauthorized" {
+		t.Fatalf("no token: %d %v", status, body)
+	}
+	h := jsonHeader()
+	h.Set("Authorization", "Bearer wrong")
+	if status, _ := post(t, url, h, `{"content":"x"}`); status != 401 {
+		t.Fatalf("wrong token: %d", status)
+	}
+	h.Set("Authorization", "Bearer s3cret")
+	if status, _ := post(t, url, h, `{"content":"x"}`); status != 202 {
+		t.Fatalf("right token: %d", status)
+	}
+}
+
+// TestWaitCollectsEveryOutboundOnce answers an inbound envelope the way a
+// worker does (two outbound envelopes, one of them published twice) and
+// checks the waiting request gets both, in batch order, once.
+func TestWaitCollectsEveryOutboundOnce(t *testing.T) {
+	f := setup(t, ingress.Config{})
+	sub, err := f.nc.SubscribeSync(f.names.InboundAll())
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		msg, err := sub.NextMsg(10 * time.Second)
+		if err != nil {
+			return
+		}
+		ev, _ := events.FromMsg(msg)
+		for _, ix := range []int{1, 0, 1} {
+			out := envelope.Envelope{ID: ev.ID() + "-" + string(rune('a'+ix)), Content: "reply", InReplyTo: ev.ID()}
+			oe, _ := events.New(events.TypeEnvelopeOutbound, events.Attrs{Source: "/bub/worker/test", SessionID: "s"}, out)
+			events.SetBatch(&oe, ix, 2)
+			m, _ := events.ToMsg(f.names.Outbound("http", "s"), oe)
+			_, _ = f.js.PublishMsg(context.Background(), m)
+		}
+	}()
+	status, body := post(t, f.srv.URL+"/v1/messages?wait=10s", jsonHeader(), `{"id":"w1","content":"hi","session_id":"s"}`)
+	if status != 200 {
+		t.Fatalf("wait: %d %v", status, body)
+	}
+	outs, _ := body["outbounds"].([]any)
+	if len(outs) != 2 {
+		t.Fatalf("got %d outbounds: %v", len(outs), body)
+	}
+	if id := outs[0].(map[string]any)["id"]; id != "w1-a" {
+		t.Fatalf("first outbound %v, want w1-a", id)
+	}
+}
+
+func TestWaitTimeoutReportsPending(t *testing.T) {
+	f := setup(t, ingress.Config{})
+	status, body := post(t, f.srv.URL+"/v1/messages?wait=50ms", jsonHeader(), `{"content":"nobody answers"}`)
+	if status != 202 || body["pending"] != true {
+		t.Fatalf("got %d %v", status, body)
+	}
+}

@@ -1,0 +1,6 @@
+// Package natstest starts a real embedded nats-server with JetStream for
+// tests: a random loopback port, a store under t.TempDir() and shutdown in
+// t.Cleanup. No test in this repository mocks NATS.
+//
+// Start with [Start], then [Server.Conn] and [Server.JetStream].
+package natstest

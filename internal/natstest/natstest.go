@@ -1,0 +1,81 @@
+package natstest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Server is a running embedded nats-server owned by one test.
+type Server struct {
+	*server.Server
+	// URL is the client URL (nats://127.0.0.1:<port>).
+	URL string
+	// StoreDir is the JetStream store directory.
+	StoreDir string
+}
+
+// Start runs a JetStream-enabled nats-server on a random loopback port with
+// its store in a fresh temporary directory, and shuts it down when the test
+// ends.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	return StartWithOptions(t, &server.Options{})
+}
+
+// StartWithOptions is [Start] with caller-supplied options; host, port,
+// JetStream and store dir are filled in when unset.
+func StartWithOptions(t testing.TB, opts *server.Options) *Server {
+	t.Helper()
+	if opts.Host == "" {
+		opts.Host = "127.0.0.1"
+	}
+	if opts.Port == 0 {
+		opts.Port = server.RANDOM_PORT
+	}
+	if opts.StoreDir == "" {
+		opts.StoreDir = t.TempDir()
+	}
+	opts.JetStream = true
+	opts.NoSigs = true
+	opts.NoLog = true
+	s, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatalf("natstest: new server: %v", err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		s.Shutdown()
+		t.Fatal("natstest: server not ready within 10s")
+	}
+	t.Cleanup(func() {
+		s.Shutdown()
+		s.WaitForShutdown()
+	})
+	return &Server{Server: s, URL: s.ClientURL(), StoreDir: opts.StoreDir}
+}
+
+// Conn returns a client connection closed when the test ends.
+func (s *Server) Conn(t testing.TB, opts ...nats.Option) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(s.URL, opts...)
+	if err != nil {
+		t.Fatalf("natstest: connect: %v", err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// JetStream returns a JetStream context on a new connection.
+func (s *Server) JetStream(t testing.TB) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc := s.Conn(t)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatalf("natstest: jetstream: %v", err)
+	}
+	return nc, js
+}

@@ -1,0 +1,156 @@
+package natsx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// ClientConfig says how to reach NATS. The zero value connects nowhere:
+// callers either set URL or use an embedded server's connection.
+type ClientConfig struct {
+	// URL is a comma-separated list of server URLs.
+	URL string
+	// Name is the connection name shown by the server (service/instance).
+	Name string
+	// CredsFile is a NATS .creds file (JWT + nkey seed).
+	CredsFile string
+	// NKeyFile is an nkey seed file.
+	NKeyFile string
+	// User and Password authenticate with user/password.
+	User, Password string
+	// Token authenticates with a token.
+	Token string
+	// TLSCert, TLSKey enable client TLS certificates; TLSCA trusts a CA.
+	TLSCert, TLSKey, TLSCA string
+}
+
+// Redacted returns a copy with secrets replaced, for logging.
+func (c ClientConfig) Redacted() ClientConfig {
+	if c.Password != "" {
+		c.Password = "REDACTED"
+	}
+	if c.Token != "" {
+		c.Token = "REDACTED"
+	}
+	return c
+}
+
+// LogValue implements slog.LogValuer without secrets.
+func (c ClientConfig) LogValue() slog.Value {
+	r := c.Redacted()
+	return slog.GroupValue(
+		slog.String("url", r.URL),
+		slog.String("name", r.Name),
+		slog.Bool("creds", r.CredsFile != ""),
+		slog.Bool("nkey", r.NKeyFile != ""),
+		slog.Bool("user", r.User != ""),
+		slog.Bool("token", c.Token != ""),
+		slog.Bool("tls", r.TLSCert != "" || r.TLSCA != ""),
+	)
+}
+
+// Validate reports inconsistent settings.
+func (c ClientConfig) Validate() error {
+	var errs []error
+	if c.URL == "" {
+		errs = append(errs, errors.New("nats url is required"))
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		errs = append(errs, errors.New("tls cert and key must be given together"))
+	}
+	if c.User != "" && c.Token != "" {
+		errs = append(errs, errors.New("choose either user/password or token"))
+	}
+	return errors.Join(errs...)
+}
+
+// Options returns the nats.Options of c: credentials, TLS, and reconnect
+// forever with the connection events logged.
+func (c ClientConfig) Options(log *slog.Logger) ([]nats.Option, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	opts := []nats.Option{
+		nats.Name(c.Name),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250 * time.Millisecond),
+		nats.RetryOnFailedConnect(true),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				log.Warn("nats.disconnected", "err", err)
+			}
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("nats.reconnected", "url", nc.ConnectedUrlRedacted()) }),
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			subj := ""
+			if sub != nil {
+				subj = sub.Subject
+			}
+			log.Error("nats.async_error", "subject", subj, "err", err)
+		}),
+	}
+	if c.CredsFile != "" {
+		opts = append(opts, nats.UserCredentials(c.CredsFile))
+	}
+	if c.NKeyFile != "" {
+		o, err := nats.NkeyOptionFromSeed(c.NKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("loading nkey seed: %w", err)
+		}
+		opts = append(opts, o)
+	}
+	if c.User != "" {
+		opts = append(opts, nats.UserInfo(c.User, c.Password))
+	}
+	if c.Token != "" {
+		opts = append(opts, nats.Token(c.Token))
+	}
+	if c.TLSCert != "" {
+		opts = append(opts, nats.ClientCert(c.TLSCert, c.TLSKey))
+	}
+	if c.TLSCA != "" {
+		opts = append(opts, nats.RootCAs(c.TLSCA))
+	}
+	return opts, nil
+}
+
+// Connect dials NATS and waits until connected or ctx ends.
+func Connect(ctx context.Context, c ClientConfig, log *slog.Logger) (*nats.Conn, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	opts, err := c.Options(log)
+	if err != nil {
+		return nil, err
+	}
+	nc, err := nats.Connect(c.URL, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to nats: %w", err)
+	}
+	if err := waitConnected(ctx, nc); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return nc, nil
+}
+
+func waitConnected(ctx context.Context, nc *nats.Conn) error {
+	if nc.IsConnected() {
+		return nil
+	}
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for !nc.IsConnected() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for nats connection to %s: %w", nc.Opts.Servers, ctx.Err())
+		case <-t.C:
+		}
+	}
+	return nil
+}

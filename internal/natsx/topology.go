@@ -1,0 +1,214 @@
+package natsx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/bubbus/bub/pkg/subjects"
+)
+
+// Topology sizes the streams, consumers and buckets. The zero value means
+// the documented defaults.
+type Topology struct {
+	// Replicas of every stream and bucket (1).
+	Replicas int
+	// MemoryStorage keeps streams in memory instead of files (tests only).
+	MemoryStorage bool
+	// DuplicateWindow for inbound/outbound/events deduplication (2m).
+	DuplicateWindow time.Duration
+	// EventsMaxAge bounds lifecycle event retention (7 days).
+	EventsMaxAge time.Duration
+	// EventsMaxBytes bounds lifecycle event storage (-1 = unlimited).
+	EventsMaxBytes int64
+	// OutboundMaxAge bounds outbound envelope retention (24h).
+	OutboundMaxAge time.Duration
+	// WorkerAckWait is how long a worker may hold an inbound message
+	// without an in-progress ack before it is redelivered (30s).
+	WorkerAckWait time.Duration
+	// WorkerMaxDeliver bounds inbound deliveries before dead-lettering (5).
+	WorkerMaxDeliver int
+	// RecorderAckWait is the recorder's ack wait on lifecycle events (2m).
+	RecorderAckWait time.Duration
+	// TurnTTL is how long a turn registry entry lives without a heartbeat
+	// (30s).
+	TurnTTL time.Duration
+}
+
+func (t Topology) withDefaults() Topology {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	if t.Replicas == 0 {
+		t.Replicas = 1
+	}
+	def(&t.DuplicateWindow, 2*time.Minute)
+	def(&t.EventsMaxAge, 7*24*time.Hour)
+	if t.EventsMaxBytes == 0 {
+		t.EventsMaxBytes = -1
+	}
+	def(&t.OutboundMaxAge, 24*time.Hour)
+	def(&t.WorkerAckWait, 30*time.Second)
+	if t.WorkerMaxDeliver == 0 {
+		t.WorkerMaxDeliver = 5
+	}
+	def(&t.RecorderAckWait, 2*time.Minute)
+	def(&t.TurnTTL, 30*time.Second)
+	return t
+}
+
+// Validate reports impossible settings.
+func (t Topology) Validate() error {
+	var errs []error
+	if t.Replicas < 0 || t.Replicas > 5 {
+		errs = append(errs, fmt.Errorf("replicas must be 1-5, got %d", t.Replicas))
+	}
+	if t.WorkerMaxDeliver < 0 {
+		errs = append(errs, errors.New("worker max deliver must be positive"))
+	}
+	return errors.Join(errs...)
+}
+
+func (t Topology) storage() jetstream.StorageType {
+	if t.MemoryStorage {
+		return jetstream.MemoryStorage
+	}
+	return jetstream.FileStorage
+}
+
+// Streams returns the configuration of every stream Bub uses, except the
+// tape stream, which package tape owns.
+func (t Topology) Streams(n subjects.Names) []jetstream.StreamConfig {
+	t = t.withDefaults()
+	return []jetstream.StreamConfig{
+		{
+			Name:        n.InboundStream(),
+			Description: "bub inbound envelopes (work queue)",
+			Subjects:    []string{n.InboundAll()},
+			Retention:   jetstream.WorkQueuePolicy,
+			Storage:     t.storage(),
+			Replicas:    t.Replicas,
+			Duplicates:  t.DuplicateWindow,
+		},
+		{
+			Name:        n.EventsStream(),
+			Description: "bub lifecycle events (CloudEvents)",
+			Subjects:    []string{n.EventsAll()},
+			Retention:   jetstream.LimitsPolicy,
+			Storage:     t.storage(),
+			Replicas:    t.Replicas,
+			Duplicates:  t.DuplicateWindow,
+			MaxAge:      t.EventsMaxAge,
+			MaxBytes:    t.EventsMaxBytes,
+		},
+		{
+			Name:        n.OutboundStream(),
+			Description: "bub outbound envelopes",
+			Subjects:    []string{n.OutboundAll()},
+			Retention:   jetstream.LimitsPolicy,
+			Storage:     t.storage(),
+			Replicas:    t.Replicas,
+			Duplicates:  t.DuplicateWindow,
+			MaxAge:      t.OutboundMaxAge,
+		},
+		{
+			Name:        n.SteerStream(),
+			Description: "bub steering messages for running turns",
+			Subjects:    []string{n.SteerAll()},
+			Retention:   jetstream.LimitsPolicy,
+			Storage:     t.storage(),
+			Replicas:    t.Replicas,
+			Duplicates:  t.DuplicateWindow,
+			MaxAge:      t.EventsMaxAge,
+		},
+		{
+			Name:        n.DLQStream(),
+			Description: "bub dead letters with their reasons",
+			Subjects:    []string{n.DLQAll()},
+			Retention:   jetstream.LimitsPolicy,
+			Storage:     t.storage(),
+			Replicas:    t.Replicas,
+			MaxAge:      30 * 24 * time.Hour,
+		},
+	}
+}
+
+// WorkerConsumer is the shared durable pull consumer of every worker.
+func (t Topology) WorkerConsumer(n subjects.Names) jetstream.ConsumerConfig {
+	t = t.withDefaults()
+	return jetstream.ConsumerConfig{
+		Durable:       n.WorkerConsumer(),
+		Description:   "bub workers (shared)",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       t.WorkerAckWait,
+		MaxDeliver:    t.WorkerMaxDeliver,
+		MaxAckPending: 10000,
+		FilterSubject: n.InboundAll(),
+	}
+}
+
+// RecorderConsumer is the recorder's durable consumer on lifecycle events.
+// Events stay unacknowledged until their run is committed to the tape, so
+// MaxAckPending is large.
+func (t Topology) RecorderConsumer(n subjects.Names) jetstream.ConsumerConfig {
+	t = t.withDefaults()
+	return jetstream.ConsumerConfig{
+		Durable:       n.RecorderConsumer(),
+		Description:   "bub recorder (only tape writer)",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       t.RecorderAckWait,
+		MaxDeliver:    -1,
+		MaxAckPending: 100000,
+		FilterSubject: n.EventsAll(),
+	}
+}
+
+// Buckets returns the KV buckets (state, turn registry).
+func (t Topology) Buckets(n subjects.Names) []jetstream.KeyValueConfig {
+	t = t.withDefaults()
+	return []jetstream.KeyValueConfig{
+		{
+			Bucket:      n.StateBucket(),
+			Description: "bub per-session state",
+			Storage:     t.storage(),
+			Replicas:    t.Replicas,
+		},
+		{
+			Bucket:         n.TurnsBucket(),
+			Description:    "bub turn registry",
+			Storage:        t.storage(),
+			Replicas:       t.Replicas,
+			LimitMarkerTTL: t.TurnTTL,
+		},
+	}
+}
+
+// EnsureTopology creates or updates every stream, consumer and bucket. It
+// is idempotent; whichever service starts first creates them.
+func EnsureTopology(ctx context.Context, js jetstream.JetStream, n subjects.Names, t Topology) error {
+	if err := t.Validate(); err != nil {
+		return err
+	}
+	for _, sc := range t.Streams(n) {
+		if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
+			return fmt.Errorf("ensuring stream %s: %w", sc.Name, err)
+		}
+	}
+	for _, kc := range t.Buckets(n) {
+		if _, err := js.CreateOrUpdateKeyValue(ctx, kc); err != nil {
+			return fmt.Errorf("ensuring bucket %s: %w", kc.Bucket, err)
+		}
+	}
+	if _, err := js.CreateOrUpdateConsumer(ctx, n.InboundStream(), t.WorkerConsumer(n)); err != nil {
+		return fmt.Errorf("ensuring consumer %s: %w", n.WorkerConsumer(), err)
+	}
+	if _, err := js.CreateOrUpdateConsumer(ctx, n.EventsStream(), t.RecorderConsumer(n)); err != nil {
+		return fmt.Errorf("ensuring consumer %s: %w", n.RecorderConsumer(), err)
+	}
+	return nil
+}

@@ -1,0 +1,44 @@
+package stack
+
+import (
+	"context"
+	"log/slog"
+	"net"
+
+	"github.com/bubbus/bub/internal/ingress"
+	"github.com/bubbus/bub/internal/natsx"
+	"github.com/bubbus/bub/pkg/events"
+)
+
+// IngressOptions configures [RunIngress].
+type IngressOptions struct {
+	HTTP     ingress.Config
+	Topology natsx.Topology
+	Instance string
+	// Listener, when set, is served instead of listening on HTTP.Addr.
+	Listener net.Listener
+}
+
+// RunIngress serves the ingress HTTP API on conn until ctx ends.
+func RunIngress(ctx context.Context, conn *Conn, o IngressOptions, log *slog.Logger) error {
+	if err := natsx.EnsureTopology(ctx, conn.JS, conn.Names, o.Topology); err != nil {
+		return err
+	}
+	gw, err := ingress.NewGateway(conn.NC, conn.JS, conn.Names, events.Source("ingress", o.Instance), log)
+	if err != nil {
+		return err
+	}
+	defer gw.Close()
+	ready := func(ctx context.Context) error {
+		if !conn.NC.IsConnected() {
+			return errNotConnected
+		}
+		_, err := conn.JS.Stream(ctx, conn.Names.InboundStream())
+		return err
+	}
+	srv, err := ingress.NewServer(o.HTTP, gw, ready, log)
+	if err != nil {
+		return err
+	}
+	return srv.Run(ctx, o.Listener)
+}

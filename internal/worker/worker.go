@@ -1,0 +1,237 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/bubbus/bub/internal/dlq"
+	"github.com/bubbus/bub/pkg/envelope"
+	"github.com/bubbus/bub/pkg/events"
+	"github.com/bubbus/bub/pkg/subjects"
+)
+
+// Inbound is one delivery of an inbound envelope.
+type Inbound struct {
+	Envelope *envelope.Envelope
+	// Delivery counts deliveries of this message (1 = first).
+	Delivery uint64
+	// StreamSeq is the inbound stream sequence of the message.
+	StreamSeq uint64
+	// Traceparent and Tracestate carry the W3C trace context of the sender.
+	Traceparent, Tracestate string
+}
+
+// Processor runs the turn of one inbound envelope. It returns nil when the
+// turn is finished and everything it produced is durably published (the
+// inbound message is then acknowledged). An error wrapping [ErrRetry]
+// hands the message back for redelivery; any other error is a turn
+// failure that was already reported to the user, so the message is
+// acknowledged.
+type Processor interface {
+	Process(ctx context.Context, in Inbound) error
+}
+
+// ErrRetry marks a failure of infrastructure (publishing, flushing) after
+// which the inbound message must be redelivered rather than acknowledged.
+var ErrRetry = errors.New("retry")
+
+// Config configures a worker. The zero value means the documented
+// defaults.
+type Config struct {
+	// Concurrency bounds turns in flight in this worker (256).
+	Concurrency int
+	// ProgressEvery is the in-progress ack period (ack wait / 3).
+	ProgressEvery time.Duration
+	// ShutdownGrace bounds how long shutdown waits for running turns
+	// before handing them back (30s).
+	ShutdownGrace time.Duration
+}
+
+func (c Config) withDefaults(ackWait time.Duration) Config {
+	if c.Concurrency == 0 {
+		c.Concurrency = 256
+	}
+	if c.ProgressEvery == 0 {
+		c.ProgressEvery = max(ackWait/3, 100*time.Millisecond)
+	}
+	if c.ShutdownGrace == 0 {
+		c.ShutdownGrace = 30 * time.Second
+	}
+	return c
+}
+
+// Validate reports impossible settings.
+func (c Config) Validate() error {
+	if c.Concurrency < 0 {
+		return errors.New("worker concurrency must be positive")
+	}
+	return nil
+}
+
+// Worker consumes inbound envelopes.
+type Worker struct {
+	cfg     Config
+	js      jetstream.JetStream
+	names   subjects.Names
+	proc    Processor
+	dlq     *dlq.Writer
+	log     *slog.Logger
+	maxDlvr int
+}
+
+// New returns a worker running proc for every inbound envelope.
+func New(cfg Config, js jetstream.JetStream, names subjects.Names, proc Processor, log *slog.Logger) (*Worker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Worker{cfg: cfg, js: js, names: names, proc: proc, dlq: dlq.NewWriter(js, names, log), log: log}, nil
+}
+
+// Run consumes until ctx ends, then drains: it stops pulling, lets running
+// turns finish within the grace period, and hands back (naks) those that
+// do not.
+func (w *Worker) Run(ctx context.Context) error {
+	cons, err := w.js.Consumer(ctx, w.names.InboundStream(), w.names.WorkerConsumer())
+	if err != nil {
+		return fmt.Errorf("binding worker consumer: %w", err)
+	}
+	info := cons.CachedInfo()
+	w.maxDlvr = info.Config.MaxDeliver
+	cfg := w.cfg.withDefaults(info.Config.AckWait)
+	it, err := cons.Messages(jetstream.PullMaxMessages(cfg.Concurrency), jetstream.PullExpiry(5*time.Second))
+	if err != nil {
+		return fmt.Errorf("consuming inbound: %w", err)
+	}
+	turnCtx, cancelTurns := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelTurns()
+	sem := make(chan struct{}, cfg.Concurrency)
+	var wg sync.WaitGroup
+	go func() {
+		<-ctx.Done()
+		it.Drain()
+	}()
+	w.log.Info("worker.consuming", "stream", w.names.InboundStream(), "consumer", w.names.WorkerConsumer(), "concurrency", cfg.Concurrency)
+	for {
+		msg, err := it.Next()
+		if err != nil {
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) || ctx.Err() != nil {
+				break
+			}
+			w.log.Warn("worker.pull_error", "err", err)
+			continue
+		}
+		if ctx.Err() != nil {
+			_ = msg.Nak() // draining: hand buffered messages back at once
+			continue
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			_ = msg.Nak()
+			continue
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			w.handle(turnCtx, cfg, msg)
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(cfg.ShutdownGrace):
+		w.log.Warn("worker.grace_expired", "action", "handing back running turns")
+		cancelTurns()
+		<-done
+	}
+	return nil
+}
+
+func (w *Worker) handle(ctx context.Context, cfg Config, msg jetstream.Msg) {
+	in, reason, err := decode(msg)
+	if err != nil {
+		if derr := w.dlq.Reject(ctx, msg, reason, err); derr != nil {
+			w.log.Error("worker.dlq_failed", "err", derr)
+		}
+		return
+	}
+	log := w.log.With("envelope", in.Envelope.ID, "delivery", in.Delivery)
+	stop := keepAlive(msg, cfg.ProgressEvery)
+	err = w.proc.Process(ctx, in)
+	stop()
+	switch {
+	case err == nil:
+		if aerr := msg.DoubleAck(ctx); aerr != nil {
+			log.Warn("worker.ack_failed", "err", aerr)
+		}
+	case errors.Is(err, ErrRetry) || ctx.Err() != nil:
+		if w.maxDlvr > 0 && in.Delivery >= uint64(w.maxDlvr) {
+			if derr := w.dlq.Reject(ctx, msg, dlq.ReasonMaxDelivered, err); derr != nil {
+				log.Error("worker.dlq_failed", "err", derr)
+			}
+			return
+		}
+		log.Warn("worker.turn_handed_back", "err", err)
+		_ = msg.NakWithDelay(time.Second)
+	default:
+		log.Warn("worker.turn_failed", "err", err)
+		if aerr := msg.DoubleAck(ctx); aerr != nil {
+			log.Warn("worker.ack_failed", "err", aerr)
+		}
+	}
+}
+
+// keepAlive sends in-progress acks every period until stop is called.
+func keepAlive(msg jetstream.Msg, every time.Duration) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				_ = msg.InProgress()
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}
+
+func decode(msg jetstream.Msg) (Inbound, string, error) {
+	ev, err := events.Decode(msg.Headers(), msg.Data())
+	if err != nil {
+		return Inbound{}, dlq.ReasonUndecodable, err
+	}
+	if ev.Type() != events.TypeEnvelopeInbound {
+		return Inbound{}, dlq.ReasonUnknownType, fmt.Errorf("event type %q is not %s", ev.Type(), events.TypeEnvelopeInbound)
+	}
+	var env envelope.Envelope
+	if err := events.DecodeData(ev, &env); err != nil {
+		return Inbound{}, dlq.ReasonInvalid, err
+	}
+	if env.ID == "" {
+		env.ID = ev.ID()
+	}
+	if err := env.Validate(); err != nil {
+		return Inbound{}, dlq.ReasonInvalid, err
+	}
+	in := Inbound{Envelope: &env}
+	if md, err := msg.Metadata(); err == nil {
+		in.Delivery = md.NumDelivered
+		in.StreamSeq = md.Sequence.Stream
+	}
+	in.Traceparent, in.Tracestate = events.Traceparent(ev)
+	return in, "", nil
+}
