@@ -1,0 +1,97 @@
+package envelope
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+)
+
+func TestContextKeepsInsertionOrderThroughJSON(t *testing.T) {
+	var env Envelope
+	if err := json.Unmarshal([]byte(`{"id":"1","content":"hi","context":{"z":1,"a":"x","_hidden":true,"m":{"k":2.5}}}`), &env); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := env.ContextStr(), `z=1|a=x|m={"k":2.5}`; got != want {
+		t.Fatalf("context_str = %q, want %q", got, want)
+	}
+	out, err := json.Marshal(env.Context)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(out), `{"z":1,"a":"x","_hidden":true,"m":{"k":2.5}}`; got != want {
+		t.Fatalf("marshal = %s, want %s", got, want)
+	}
+}
+
+// TestNormalizeAppliesChannelMessageRules mirrors Bub's ChannelMessage
+// post-init: user keys first, then channel="$<channel>" and chat_id; an
+// empty output channel becomes the channel.
+func TestNormalizeAppliesChannelMessageRules(t *testing.T) {
+	env := Envelope{ID: "1", Content: "x", Channel: "cli", ChatID: "local", Context: NewContext("sender_id", "human", "channel", "old")}
+	env.Normalize()
+	if got, want := env.ContextStr(), "sender_id=human|channel=$cli|chat_id=local"; got != want {
+		t.Fatalf("context_str = %q, want %q", got, want)
+	}
+	if env.OutputChannel != "cli" || env.Kind != KindNormal {
+		t.Fatalf("output_channel %q kind %q", env.OutputChannel, env.Kind)
+	}
+}
+
+func TestDefaultSessionID(t *testing.T) {
+	for _, tc := range []struct {
+		env  Envelope
+		want string
+	}{
+		{Envelope{}, "default:default"},
+		{Envelope{Channel: "telegram", ChatID: "42"}, "telegram:42"},
+		{Envelope{Channel: "cli"}, "cli:default"},
+	} {
+		if got := tc.env.DefaultSessionID(); got != tc.want {
+			t.Errorf("%+v: got %q want %q", tc.env, got, tc.want)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	err := (&Envelope{Kind: "weird"}).Validate()
+	for _, want := range []error{ErrNoID, ErrNoContent, ErrKind} {
+		if !errors.Is(err, want) {
+			t.Errorf("missing %v in %v", want, err)
+		}
+	}
+	if err := (&Envelope{ID: "1", Content: "x"}).Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCloneIsIndependent(t *testing.T) {
+	env := &Envelope{ID: "1", Content: "x", Context: NewContext("a", 1)}
+	c := env.Clone()
+	c.Context.Set("b", 2)
+	if env.Context.Len() != 1 {
+		t.Fatal("clone shares its context")
+	}
+}
+
+func FuzzEnvelopeJSON(f *testing.F) {
+	f.Add([]byte(`{"id":"1","content":"hi","context":{"a":1}}`))
+	f.Add([]byte(`{"context":null}`))
+	f.Add([]byte(`{"context":{"a":{"b":[1,2,{"c":null}]}}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var env Envelope
+		if err := json.Unmarshal(data, &env); err != nil {
+			return
+		}
+		out, err := json.Marshal(&env)
+		if err != nil {
+			t.Fatalf("re-marshal: %v", err)
+		}
+		var again Envelope
+		if err := json.Unmarshal(out, &again); err != nil {
+			t.Fatalf("round trip: %v (%s)", err, out)
+		}
+		if again.ContextStr() != env.ContextStr() {
+			t.Fatalf("context_str changed: %q vs %q", again.ContextStr(), env.ContextStr())
+		}
+	})
+}
