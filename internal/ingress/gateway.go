@@ -156,10 +156,9 @@ func (g *Gateway) onOutbound(msg *nats.Msg) {
 	if _, dup := w.got[env.ID]; dup {
 		return
 	}
-	ix, size := events.Batch(ev)
 	w.got[env.ID] = env
-	w.byIx[ix] = env.ID
-	w.size = size
+	w.byIx[env.BatchIndex] = env.ID
+	w.size = max(env.BatchSize, 1)
 	if len(w.got) >= w.size {
 		select {
 		case <-w.done:

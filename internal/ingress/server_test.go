@@ -196,9 +196,8 @@ func TestWaitCollectsEveryOutboundOnce(t *testing.T) {
 		}
 		ev, _ := events.FromMsg(msg)
 		for _, ix := range []int{1, 0, 1} {
-			out := envelope.Envelope{ID: ev.ID() + "-" + string(rune('a'+ix)), Content: "reply", InReplyTo: ev.ID()}
+			out := envelope.Envelope{ID: ev.ID() + "-" + string(rune('a'+ix)), Content: "reply", InReplyTo: ev.ID(), BatchIndex: ix, BatchSize: 2}
 			oe, _ := events.New(events.TypeEnvelopeOutbound, events.Attrs{Source: "/bub/worker/test", SessionID: "s"}, out)
-			events.SetBatch(&oe, ix, 2)
 			m, _ := events.ToMsg(f.names.Outbound("http", "s"), oe)
 			_, _ = f.js.PublishMsg(context.Background(), m)
 		}

@@ -154,3 +154,13 @@ func waitConnected(ctx context.Context, nc *nats.Conn) error {
 	}
 	return nil
 }
+
+// Reachable reports whether a NATS server answers at url within timeout.
+func Reachable(url string, timeout time.Duration) bool {
+	nc, err := nats.Connect(url, nats.Timeout(timeout), nats.MaxReconnects(0))
+	if err != nil {
+		return false
+	}
+	nc.Close()
+	return true
+}

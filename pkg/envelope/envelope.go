@@ -31,6 +31,11 @@ type Envelope struct {
 	IsActive      bool     `json:"is_active,omitempty"`
 	// InReplyTo is the id of the inbound envelope an outbound answers.
 	InReplyTo string `json:"in_reply_to,omitempty"`
+	// BatchIndex and BatchSize place an outbound envelope in the batch of
+	// its turn (0-based index), so a waiting sender knows when it has every
+	// reply.
+	BatchIndex int `json:"batch_index,omitempty"`
+	BatchSize  int `json:"batch_size,omitempty"`
 }
 
 // Media is one attached media item (Bub's MediaItem). Data holds inline

@@ -207,27 +207,3 @@ func extString(e ce.Event, name string) string {
 	}
 	return s
 }
-
-// SetBatch records an outbound envelope's index in its turn's batch and the
-// batch size.
-func SetBatch(e *ce.Event, index, size int) {
-	e.SetExtension(ExtBatchIndex, index)
-	e.SetExtension(ExtBatchSize, size)
-}
-
-// Batch returns the batch index and size of an outbound envelope event
-// (0 and 1 when absent).
-func Batch(e ce.Event) (index, size int) {
-	index, size = 0, 1
-	if v, ok := e.Extensions()[ExtBatchIndex]; ok {
-		if i, err := types.ToInteger(v); err == nil {
-			index = int(i)
-		}
-	}
-	if v, ok := e.Extensions()[ExtBatchSize]; ok {
-		if i, err := types.ToInteger(v); err == nil && i > 0 {
-			size = int(i)
-		}
-	}
-	return index, size
-}

@@ -1,7 +1,7 @@
 package events
 
-// This file adapts CloudEvents to NATS messages; it is the only file of the
-// package that uses nats.go types.
+// This file adapts CloudEvents to NATS messages; it and nats_bridge.go are
+// the only files of the package that use nats.go types.
 
 import (
 	ce "github.com/cloudevents/sdk-go/v2/event"

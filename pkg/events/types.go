@@ -47,11 +47,3 @@ func SubjectName(ceType string) string {
 	}
 	return s
 }
-
-// Outbound batch extensions: an outbound envelope carries its index in the
-// turn's batch and the batch size, so a waiting sender knows when it has
-// every reply of a turn.
-const (
-	ExtBatchIndex = "batchindex"
-	ExtBatchSize  = "batchsize"
-)

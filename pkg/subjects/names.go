@@ -184,3 +184,13 @@ const (
 	HeaderTraceparent     = "traceparent"
 	HeaderTracestate      = "tracestate"
 )
+
+// KV keys.
+
+// SwitchesKey is the state-bucket key of a session's latest model and
+// reasoning-effort switches (maintained by the recorder).
+func (n Names) SwitchesKey(session string) string { return Token(session) + ".switches" }
+
+// LastTurnKey is the state-bucket key holding the inbound sequence of the
+// newest finished turn of a session (written by workers; read-your-writes).
+func (n Names) LastTurnKey(session string) string { return Token(session) + ".last_turn" }

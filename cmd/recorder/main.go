@@ -1,0 +1,9 @@
+// Command recorder is the Bub recorder service. See `recorder --help`.
+package main
+
+import (
+	"github.com/bubbus/bub/internal/bubcmd"
+	"github.com/bubbus/bub/internal/cli"
+)
+
+func main() { cli.Main(bubcmd.NewRecorder) }

@@ -1,0 +1,43 @@
+package bubcmd
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/bubbus/bub/internal/cli"
+	"github.com/bubbus/bub/internal/stack"
+)
+
+func newHooks(getenv cli.Getenv) *cobra.Command {
+	var common cli.Common
+	var wo stack.WorkerOptions
+	cmd := &cobra.Command{
+		Use:   "hooks",
+		Short: "Show every hook implementation in the order it runs",
+		Long: `Builds the hook registry exactly as a worker does (the builtin plugin,
+then configured plugins and remote interceptors) and prints, per hook, the
+implementations in the order they actually run (highest priority first),
+marking the one that answers a firstresult hook first.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := loadModels(getenv, &wo); err != nil {
+				return err
+			}
+			return withClient(cmd.Context(), &common, getenv, func(ctx context.Context, c *client) error {
+				wo.Instance = cli.Instance(getenv)
+				rt, err := stack.NewRuntime(ctx, c.conn, wo, c.log)
+				if err != nil {
+					return err
+				}
+				defer func() { _ = rt.Close(context.WithoutCancel(ctx)) }()
+				fmt.Fprint(cmd.OutOrStdout(), rt.Hooks().Report().String())
+				return nil
+			})
+		},
+	}
+	common.Bind(cmd.Flags(), getenv)
+	bindWorker(cmd.Flags(), &wo, getenv)
+	return cmd
+}

@@ -1,0 +1,118 @@
+package bubcmd
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/bubbus/bub/internal/cli"
+	"github.com/bubbus/bub/internal/natsx"
+	"github.com/bubbus/bub/internal/stack"
+)
+
+func newUp(getenv cli.Getenv) *cobra.Command {
+	var common cli.Common
+	var wo stack.WorkerOptions
+	var ingressOpts stack.IngressOptions
+	var natsListen, services string
+	var workers int
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Serve ingress, workers and the recorder in one process until interrupted",
+		Long: `Starts the embedded NATS server (JetStream data under --home; clients may
+connect on --nats-listen) and the services in this process, each over its
+own connection exactly as separate processes would. --services= (empty)
+serves NATS only, for running the service binaries separately.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := common.Validate(); err != nil {
+				return err
+			}
+			if err := loadModels(getenv, &wo); err != nil {
+				return err
+			}
+			want := splitList(services)
+			for _, s := range want {
+				if !slices.Contains([]string{"ingress", "worker", "recorder"}, s) {
+					return fmt.Errorf("unknown service %q: want ingress, worker, recorder", s)
+				}
+			}
+			log := common.Logger(cmd.ErrOrStderr())
+			cl, err := stack.Open(&common, true, natsListen, log)
+			if err != nil {
+				return err
+			}
+			defer cl.Shutdown()
+			if url := cl.URL(); url != "" && cl.Embedded() {
+				unadvertise, err := advertise(common.Home, url)
+				if err != nil {
+					return err
+				}
+				defer unadvertise()
+			}
+			ctx := cmd.Context()
+			conn, err := cl.Connect(ctx, "bub-up")
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			if err := natsx.EnsureTopology(ctx, conn.JS, conn.Names, natsx.Topology{}); err != nil {
+				return err
+			}
+			instance := cli.Instance(getenv)
+			spec := stack.Services{}
+			if slices.Contains(want, "worker") {
+				wo.Instance = instance
+				spec.Workers, spec.Worker = workers, wo
+			}
+			if slices.Contains(want, "recorder") {
+				spec.Recorder = &stack.RecorderOptions{Instance: instance}
+			}
+			if slices.Contains(want, "ingress") {
+				ingressOpts.Instance = instance
+				spec.Ingress = &ingressOpts
+			}
+			svc, err := stack.StartServices(ctx, cl, spec, log)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "bub up: nats %s (data %s)\n", orNone(cl.URL()), common.Home)
+			if spec.Ingress != nil {
+				fmt.Fprintf(out, "bub up: http http://%s (POST /v1/messages)\n", svc.HTTPAddr())
+			}
+			fmt.Fprintf(out, "bub up: %d worker(s), recorder %v; Ctrl-C to stop\n", spec.Workers, spec.Recorder != nil)
+			<-ctx.Done()
+			fmt.Fprintln(out, "bub up: draining")
+			return svc.Stop()
+		},
+	}
+	common.Bind(cmd.Flags(), getenv)
+	bindWorker(cmd.Flags(), &wo, getenv)
+	bindIngress(cmd.Flags(), &ingressOpts.HTTP, getenv)
+	cmd.Flags().StringVar(&natsListen, "nats-listen", cli.EnvOr(getenv, "BUB_NATS_LISTEN", "127.0.0.1:4222"), "address the embedded NATS server listens on (empty = in-process only)")
+	cmd.Flags().IntVar(&workers, "workers", 1, "worker instances in this process")
+	cmd.Flags().StringVar(&services, "services", "ingress,worker,recorder", "services to run (comma list; empty = NATS only)")
+	return cmd
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(in-process only)"
+	}
+	return s
+}
+
+func isEcho(model string) bool { return strings.HasPrefix(model, "echo:") || model == "echo" }

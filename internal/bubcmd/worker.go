@@ -1,0 +1,96 @@
+package bubcmd
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/bubbus/bub/internal/cli"
+	"github.com/bubbus/bub/internal/stack"
+	"github.com/bubbus/bub/pkg/llm"
+)
+
+// bindWorker registers the worker flags; models come from BUB_MODEL and
+// friends (see llm.ConfigFromEnv).
+func bindWorker(fs *pflag.FlagSet, o *stack.WorkerOptions, getenv cli.Getenv) {
+	wd, _ := os.Getwd()
+	fs.StringVar(&o.Workspace, "workspace", cli.EnvOr(getenv, "BUB_WORKSPACE", wd), "workspace directory the tools work in (env BUB_WORKSPACE)")
+	fs.IntVar(&o.Worker.Concurrency, "concurrency", envInt(getenv, "BUB_WORKER_CONCURRENCY", 256), "turns in flight per worker (env BUB_WORKER_CONCURRENCY)")
+	fs.IntVar(&o.Agent.MaxSteps, "max-steps", envInt(getenv, "BUB_MAX_STEPS", 0), "maximum agent steps per run, 0 = unlimited (env BUB_MAX_STEPS)")
+}
+
+func envInt(getenv cli.Getenv, key string, def int) int {
+	if v := getenv(key); v != "" {
+		if n, err := strconv.Atoi(v); err == nil {
+			return n
+		}
+	}
+	return def
+}
+
+// loadModels reads the model configuration from the environment.
+func loadModels(getenv cli.Getenv, o *stack.WorkerOptions) error {
+	cfg, err := llm.ConfigFromEnv(getenv)
+	if err != nil {
+		return fmt.Errorf("model configuration: %w", err)
+	}
+	o.Models = cfg
+	return nil
+}
+
+// NewWorker returns the worker service command.
+func NewWorker(getenv cli.Getenv) *cobra.Command {
+	var common cli.Common
+	var o stack.WorkerOptions
+	cmd := &cobra.Command{
+		Use:          "worker",
+		Short:        "Run turns: consume inbound envelopes, call models and tools, publish events and replies",
+		Args:         cobra.NoArgs,
+		SilenceUsage: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := common.Validate(); err != nil {
+				return err
+			}
+			if err := loadModels(getenv, &o); err != nil {
+				return err
+			}
+			log := common.Logger(cmd.ErrOrStderr()).With("service", "worker")
+			o.Instance = cli.Instance(getenv)
+			log.Info("worker.config", "nats", common.NATS, "models", o.Models, "workspace", o.Workspace)
+			return runService(cmd.Context(), &common, "worker", log, func(conn *stack.Conn) error {
+				return stack.RunWorker(cmd.Context(), conn, o, log)
+			})
+		},
+	}
+	common.Bind(cmd.Flags(), getenv)
+	bindWorker(cmd.Flags(), &o, getenv)
+	return cmd
+}
+
+// NewRecorder returns the recorder service command.
+func NewRecorder(getenv cli.Getenv) *cobra.Command {
+	var common cli.Common
+	var o stack.RecorderOptions
+	cmd := &cobra.Command{
+		Use:          "recorder",
+		Short:        "Build tapes from lifecycle events (the only tape writer)",
+		Args:         cobra.NoArgs,
+		SilenceUsage: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := common.Validate(); err != nil {
+				return err
+			}
+			log := common.Logger(cmd.ErrOrStderr()).With("service", "recorder")
+			o.Instance = cli.Instance(getenv)
+			log.Info("recorder.config", "nats", common.NATS)
+			return runService(cmd.Context(), &common, "recorder", log, func(conn *stack.Conn) error {
+				return stack.RunRecorder(cmd.Context(), conn, o, log)
+			})
+		},
+	}
+	common.Bind(cmd.Flags(), getenv)
+	return cmd
+}

@@ -1,0 +1,331 @@
+package recorder
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"time"
+
+	ce "github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/bubbus/bub/internal/dlq"
+	"github.com/bubbus/bub/pkg/events"
+	"github.com/bubbus/bub/pkg/tape"
+	"github.com/bubbus/bub/pkg/taperec"
+)
+
+// lane commits the runs of the sessions hashed to it, one event at a time.
+type lane struct {
+	r    *Recorder
+	in   chan jetstream.Msg
+	runs map[string]*run // by run id
+}
+
+// run buffers the events of one run until it finishes.
+type run struct {
+	id       string
+	session  string
+	envelope string // inbound envelope id, from run.started
+	inbound  uint64 // inbound stream sequence, from run.started
+	items    []item
+	seen     map[string]bool // event ids
+	last     time.Time
+}
+
+// item is one buffered event.
+type item struct {
+	seq     int64
+	stream  uint64
+	batch   taperec.Batch
+	msg     jetstream.Msg
+	payload any
+}
+
+func (l *lane) loop(ctx context.Context) {
+	sweep := time.NewTicker(l.r.cfg.Sweep)
+	defer sweep.Stop()
+	for {
+		select {
+		case msg, ok := <-l.in:
+			if !ok {
+				return
+			}
+			l.handle(ctx, msg)
+		case <-sweep.C:
+			l.sweep(ctx)
+		}
+	}
+}
+
+func (l *lane) handle(ctx context.Context, msg jetstream.Msg) {
+	log := l.r.log
+	ev, err := events.Decode(msg.Headers(), msg.Data())
+	if err != nil {
+		l.reject(ctx, msg, dlq.ReasonUndecodable, err)
+		return
+	}
+	payload, err := events.DecodePayload(ev)
+	if errors.Is(err, events.ErrUnknownType) {
+		_ = msg.Ack() // another application's event: not ours to record
+		return
+	}
+	if err != nil {
+		l.reject(ctx, msg, dlq.ReasonInvalid, err)
+		return
+	}
+	md, err := msg.Metadata()
+	if err != nil {
+		l.reject(ctx, msg, dlq.ReasonInvalid, err)
+		return
+	}
+	runID, session := events.RunID(ev), events.SessionID(ev)
+	batch := taperec.Map(payload, runID, ev.Time())
+	if runID == "" {
+		if len(batch.Entries) > 0 || batch.Reset {
+			one := &run{id: ev.ID(), session: session, items: []item{{stream: md.Sequence.Stream, batch: batch, msg: msg}}}
+			l.commit(ctx, one)
+			return
+		}
+		_ = msg.Ack()
+		return
+	}
+	rn := l.runs[runID]
+	if rn == nil {
+		rn = &run{id: runID, session: session, seen: map[string]bool{}}
+		l.runs[runID] = rn
+	}
+	rn.last = time.Now()
+	if rn.seen[ev.ID()] {
+		l.replaceHandle(rn, ev, msg)
+		return
+	}
+	rn.seen[ev.ID()] = true
+	rn.items = append(rn.items, item{seq: events.Seq(ev), stream: md.Sequence.Stream, batch: batch, msg: msg, payload: payload})
+	switch p := payload.(type) {
+	case *events.RunStartedData:
+		rn.envelope, _ = p.Metadata["envelope_id"].(string)
+		rn.inbound = uintOf(p.Metadata["inbound_seq"])
+		l.supersede(ctx, rn)
+	case *events.RunFinishedData:
+		l.commit(ctx, rn)
+		delete(l.runs, runID)
+	}
+	_ = log
+}
+
+// replaceHandle keeps the newest delivery of a redelivered event (acking
+// either acknowledges the message; a copy stored twice is acked at once).
+func (l *lane) replaceHandle(rn *run, ev ce.Event, msg jetstream.Msg) {
+	md, _ := msg.Metadata()
+	for i := range rn.items {
+		if rn.items[i].stream == md.Sequence.Stream {
+			rn.items[i].msg = msg
+			return
+		}
+	}
+	_ = msg.Ack() // the same event stored twice (outside the dedupe window)
+}
+
+// supersede records, as interrupted, every other open run that answers the
+// same inbound envelope: its worker died and the envelope was redelivered.
+func (l *lane) supersede(ctx context.Context, rn *run) {
+	if rn.envelope == "" {
+		return
+	}
+	for id, other := range l.runs {
+		if id != rn.id && other.envelope == rn.envelope {
+			l.interrupt(ctx, other, "redelivered", rn.id)
+			delete(l.runs, id)
+		}
+	}
+}
+
+// sweep keeps held events alive and interrupts idle runs.
+func (l *lane) sweep(ctx context.Context) {
+	for id, rn := range l.runs {
+		if time.Since(rn.last) > l.r.cfg.IdleRun {
+			l.interrupt(ctx, rn, "timeout", "")
+			delete(l.runs, id)
+			continue
+		}
+		for _, it := range rn.items {
+			_ = it.msg.InProgress()
+		}
+	}
+}
+
+// interrupt drops a run's buffered entries and records only that it was
+// interrupted, so no partial turn enters later context.
+func (l *lane) interrupt(ctx context.Context, rn *run, reason, supersededBy string) {
+	data := map[string]any{"run_id": rn.id, "reason": reason, "events": len(rn.items)}
+	if supersededBy != "" {
+		data["superseded_by"] = supersededBy
+	}
+	e := tape.Event("run.interrupted", data, map[string]any{"run_id": rn.id, "context": false})
+	stream := uint64(0)
+	for _, it := range rn.items {
+		stream = max(stream, it.stream)
+	}
+	rn.items = []item{{stream: stream, batch: taperec.Batch{Entries: []tape.Entry{e}}, msg: nil}}
+	msgs := rn.heldMsgs()
+	l.r.log.Warn("recorder.run_interrupted", "run", rn.id, "session", rn.session, "reason", reason)
+	l.commitWith(ctx, rn, msgs)
+}
+
+func (rn *run) heldMsgs() []jetstream.Msg {
+	var out []jetstream.Msg
+	for _, it := range rn.items {
+		if it.msg != nil {
+			out = append(out, it.msg)
+		}
+	}
+	return out
+}
+
+func (l *lane) commit(ctx context.Context, rn *run) { l.commitWith(ctx, rn, rn.heldMsgs()) }
+
+// commitWith appends the run's entries to its tape in one idempotent batch
+// (commit id = run id) with the watermarks, then acknowledges msgs. On
+// failure the messages are handed back for redelivery.
+func (l *lane) commitWith(ctx context.Context, rn *run, msgs []jetstream.Msg) {
+	slices.SortStableFunc(rn.items, func(a, b item) int { return int(a.seq - b.seq) })
+	var entries []tape.Entry
+	var reset, archive bool
+	var stream uint64
+	for _, it := range rn.items {
+		if it.batch.Reset {
+			entries, reset = nil, true
+			archive = archive || it.batch.Archive
+		}
+		entries = append(entries, it.batch.Entries...)
+		stream = max(stream, it.stream)
+	}
+	opts := []tape.AppendOption{tape.WithCommitID(rn.id), tape.WithWatermark(WatermarkEvents, stream)}
+	if rn.inbound > 0 {
+		opts = append(opts, tape.WithWatermark(WatermarkInbound, rn.inbound))
+	}
+	loc, err := l.archive(ctx, rn.session, archive)
+	if loc != "" {
+		markArchived(entries, loc)
+	}
+	if err == nil {
+		if reset {
+			opts = append(opts, tape.WithReset())
+		}
+		_, err = l.r.store.Append(ctx, rn.session, entries, opts...)
+	}
+	if err == nil {
+		err = l.saveSwitches(ctx, rn.session, entries)
+	}
+	if err != nil {
+		l.r.log.Error("recorder.commit_failed", "run", rn.id, "session", rn.session, "err", err)
+		for _, m := range msgs {
+			_ = m.NakWithDelay(time.Second)
+		}
+		return
+	}
+	for _, m := range msgs {
+		_ = m.Ack()
+	}
+}
+
+// archive copies the tape before a reset and returns where to.
+func (l *lane) archive(ctx context.Context, session string, archive bool) (string, error) {
+	if !archive {
+		return "", nil
+	}
+	all, err := l.r.store.Fetch(ctx, session, tape.All())
+	if err != nil || len(all) == 0 {
+		return "", err
+	}
+	return l.r.store.Archive(ctx, session, all)
+}
+
+// markArchived records the archive location in the state of the
+// session/start handoff that follows a reset (Bub's reset(archive=True)).
+func markArchived(entries []tape.Entry, loc string) {
+	for _, e := range entries {
+		if name, ok := e.AnchorName(); ok && name == "session/start" {
+			if st, ok := e.Payload["state"].(map[string]any); ok {
+				st["archived"] = loc
+			}
+		}
+		if e.Kind == tape.KindEvent && e.Payload["name"] == "handoff" {
+			if data, ok := e.Payload["data"].(map[string]any); ok {
+				if st, ok := data["state"].(map[string]any); ok {
+					st["archived"] = loc
+				}
+			}
+		}
+	}
+}
+
+// Switches is the per-session state the recorder derives from the tape:
+// the latest model and reasoning-effort switches (Bub's load_state reads
+// them from the tape; keeping them here makes that O(1)).
+type Switches struct {
+	Model           string `json:"model,omitempty"`
+	ReasoningEffort string `json:"reasoning_effort,omitempty"`
+}
+
+func (l *lane) saveSwitches(ctx context.Context, session string, entries []tape.Entry) error {
+	var sw Switches
+	changed := false
+	for _, e := range entries {
+		if e.Kind != tape.KindEvent {
+			continue
+		}
+		data, _ := e.Payload["data"].(map[string]any)
+		switch e.Payload["name"] {
+		case "model_switch":
+			sw.Model, _ = data["model"].(string)
+			changed = true
+		case "reasoning_effort_switch":
+			sw.ReasoningEffort, _ = data["reasoning_effort"].(string)
+			changed = true
+		}
+	}
+	if !changed || l.r.state == nil {
+		return nil
+	}
+	key := l.r.names.SwitchesKey(session)
+	if cur, err := l.r.state.Get(ctx, key); err == nil {
+		var old Switches
+		if json.Unmarshal(cur.Value(), &old) == nil {
+			if sw.Model == "" {
+				sw.Model = old.Model
+			}
+			if sw.ReasoningEffort == "" {
+				sw.ReasoningEffort = old.ReasoningEffort
+			}
+		}
+	}
+	b, _ := json.Marshal(sw)
+	_, err := l.r.state.Put(ctx, key, b)
+	return err
+}
+
+func (l *lane) reject(ctx context.Context, msg jetstream.Msg, reason string, err error) {
+	if derr := l.r.dlq.Reject(ctx, msg, reason, err); derr != nil {
+		l.r.log.Error("recorder.dlq_failed", "err", derr)
+	}
+}
+
+func uintOf(v any) uint64 {
+	switch n := v.(type) {
+	case float64:
+		return uint64(n)
+	case int64:
+		return uint64(n)
+	case int:
+		return uint64(n)
+	case uint64:
+		return n
+	case json.Number:
+		i, _ := n.Int64()
+		return uint64(i)
+	}
+	return 0
+}

@@ -1,0 +1,138 @@
+package stack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+)
+
+// Services says which services [StartServices] runs in this process.
+type Services struct {
+	// Ingress, when set, serves the HTTP API.
+	Ingress *IngressOptions
+	// Workers is the number of worker instances (0 = none).
+	Workers int
+	Worker  WorkerOptions
+	// Recorder, when set, runs the recorder.
+	Recorder *RecorderOptions
+}
+
+// Running is a set of services started by [StartServices].
+type Running struct {
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	errs     []error
+	conns    []*Conn
+	httpAddr string
+}
+
+// StartServices starts the services of spec, each over its own connection
+// to cl (exactly as separate processes would run them).
+func StartServices(ctx context.Context, cl *Cluster, spec Services, log *slog.Logger) (*Running, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	r := &Running{cancel: cancel}
+	start := func(name string, run func(ctx context.Context, conn *Conn) error) error {
+		conn, err := cl.Connect(ctx, name)
+		if err != nil {
+			return err
+		}
+		r.conns = append(r.conns, conn)
+		r.wg.Go(func() {
+			if err := run(ctx, conn); err != nil && ctx.Err() == nil {
+				log.Error("service.failed", "service", name, "err", err)
+				r.mu.Lock()
+				r.errs = append(r.errs, fmt.Errorf("%s: %w", name, err))
+				r.mu.Unlock()
+				cancel()
+			}
+		})
+		return nil
+	}
+	var err error
+	if spec.Recorder != nil {
+		o := *spec.Recorder
+		err = errors.Join(err, start("recorder", func(ctx context.Context, c *Conn) error {
+			return RunRecorder(ctx, c, o, log.With("service", "recorder"))
+		}))
+	}
+	for i := range spec.Workers {
+		o := spec.Worker
+		o.Instance = fmt.Sprintf("%s-w%d", o.Instance, i)
+		err = errors.Join(err, start("worker", func(ctx context.Context, c *Conn) error {
+			return RunWorker(ctx, c, o, log.With("service", "worker", "worker", i))
+		}))
+	}
+	if spec.Ingress != nil {
+		o := *spec.Ingress
+		if o.Listener == nil {
+			addr := o.HTTP.Addr
+			if addr == "" {
+				addr = "127.0.0.1:8080"
+			}
+			ln, lerr := net.Listen("tcp", addr)
+			if lerr != nil {
+				err = errors.Join(err, fmt.Errorf("ingress listen %s: %w", addr, lerr))
+			} else {
+				o.Listener = ln
+				r.httpAddr = ln.Addr().String()
+			}
+		}
+		if o.Listener != nil {
+			err = errors.Join(err, start("ingress", func(ctx context.Context, c *Conn) error {
+				return RunIngress(ctx, c, o, log.With("service", "ingress"))
+			}))
+		}
+	}
+	if err != nil {
+		return nil, errors.Join(err, r.Stop())
+	}
+	return r, nil
+}
+
+// HTTPAddr returns the ingress listen address, "" without ingress.
+func (r *Running) HTTPAddr() string { return r.httpAddr }
+
+// Stop drains every service (each finishes or hands back its work within
+// its grace period), then drains their connections, and returns the
+// services' failures.
+func (r *Running) Stop() error {
+	r.cancel()
+	r.wg.Wait()
+	for _, c := range r.conns {
+		c.Close()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return errors.Join(r.errs...)
+}
+
+// WaitRecorded waits until the recorder has taken and acknowledged every
+// lifecycle event published so far (its consumer has nothing pending), or
+// ctx ends.
+func WaitRecorded(ctx context.Context, conn *Conn) error {
+	cons, err := conn.JS.Consumer(ctx, conn.Names.EventsStream(), conn.Names.RecorderConsumer())
+	if err != nil {
+		return err
+	}
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		info, err := cons.Info(ctx)
+		if err == nil && info.NumPending == 0 && info.NumAckPending == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the recorder: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
+}

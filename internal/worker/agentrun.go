@@ -1,0 +1,254 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/bubbus/bub/pkg/agent"
+	"github.com/bubbus/bub/pkg/bub"
+	"github.com/bubbus/bub/pkg/envelope"
+	"github.com/bubbus/bub/pkg/events"
+	"github.com/bubbus/bub/pkg/hooks"
+	"github.com/bubbus/bub/pkg/llm"
+	"github.com/bubbus/bub/pkg/tape"
+	"github.com/bubbus/bub/pkg/taperec"
+)
+
+// RunAgent implements builtin.Runner: it runs the agent for a turn's model
+// stage. The run gets its own event bus, attached to the NATS bridge and to
+// the run's tape fork (the local TapeRecorder), with the hooks wired on by
+// the AgentPlugins adapter. Before reading the tape it waits (bounded) until
+// the recorder has committed the session's earlier turns.
+func (rt *Runtime) RunAgent(ctx context.Context, in hooks.RunModelInput) (hooks.Stream, error) {
+	t := turnFrom(ctx)
+	if t == nil {
+		t = &turn{in: Inbound{Envelope: &envelope.Envelope{}}}
+	}
+	runID := events.NewID()
+	bus := &events.Bus{}
+	att := rt.bridge.Attach(bus)
+	t.startRun(bus, att.Flush)
+	rtape := &runTape{
+		rt:      rt,
+		bus:     bus,
+		meta:    events.Meta{State: in.State, RunID: runID, SessionID: in.SessionID},
+		fork:    tape.NewFork(rt.o.Tapes),
+		session: in.SessionID,
+	}
+	rtape.tape = tape.New(rtape.fork, in.SessionID, tape.Context{State: in.State})
+	bus.OnEmitted(rtape.record)
+	agent.Plugins(bus, rt.reg, nil)
+	rt.awaitEarlierTurns(ctx, rtape, t)
+
+	run := agent.Run{
+		RunID:     runID,
+		SessionID: in.SessionID,
+		Prompt:    in.Prompt,
+		State:     in.State,
+		Model:     in.State.String(bub.StateModel),
+		Tape:      rtape,
+		Bus:       bus,
+		Metadata: map[string]any{
+			"envelope_id": t.in.Envelope.ID,
+			"inbound_seq": t.in.StreamSeq,
+			"delivery":    t.in.Delivery,
+		},
+	}
+	return runStream(ctx, func(ctx context.Context, emit func(llm.Delta)) error {
+		defer t.endRun()
+		seq := 0
+		subject := rt.o.Names.TokenStream(in.SessionID, runID)
+		run.OnDelta = func(d llm.Delta) {
+			seq++
+			rt.publishDelta(subject, runID, seq, d)
+			emit(d)
+		}
+		_, err := rt.agent.Run(ctx, run)
+		if err == nil && t.in.StreamSeq > 0 && rt.o.State != nil {
+			v := strconv.FormatUint(t.in.StreamSeq, 10)
+			if _, perr := rt.o.State.Put(ctx, rt.o.Names.LastTurnKey(in.SessionID), []byte(v)); perr != nil {
+				rt.log.Warn("worker.last_turn_not_saved", "session", in.SessionID, "err", perr)
+			}
+		}
+		return err
+	}), nil
+}
+
+// delta is the JSON of one token delta on bub.stream.<session>.<run>.
+type delta struct {
+	RunID string `json:"run_id"`
+	Seq   int    `json:"seq"`
+	Kind  string `json:"kind"`
+	Text  string `json:"text"`
+}
+
+// publishDelta sends a token delta on core NATS: ephemeral, never needed
+// for correctness, so failures are only logged.
+func (rt *Runtime) publishDelta(subject, runID string, seq int, d llm.Delta) {
+	b, _ := json.Marshal(delta{RunID: runID, Seq: seq, Kind: d.Kind, Text: d.Text})
+	if err := rt.o.NC.Publish(subject, b); err != nil {
+		rt.log.Debug("worker.delta_dropped", "err", err)
+	}
+}
+
+// awaitEarlierTurns waits until the recorder committed the session's
+// newest finished turn (read-your-writes), at most ReadYourWrites; when the
+// wait times out the turn proceeds and says so with a tape.stale event.
+func (rt *Runtime) awaitEarlierTurns(ctx context.Context, rtape *runTape, t *turn) {
+	if rt.o.State == nil {
+		return
+	}
+	e, err := rt.o.State.Get(ctx, rt.o.Names.LastTurnKey(rtape.session))
+	if err != nil {
+		return
+	}
+	want, err := strconv.ParseUint(string(e.Value()), 10, 64)
+	if err != nil || want == 0 || want == t.in.StreamSeq {
+		return
+	}
+	start := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, rt.o.ReadYourWrites)
+	defer cancel()
+	ix, err := rt.o.Tapes.WaitWatermark(wctx, rtape.session, "inbound", want)
+	if err == nil {
+		return
+	}
+	rt.log.Warn("worker.tape_stale", "session", rtape.session, "want", want, "have", ix.Watermark("inbound"), "err", err)
+	data := events.TapeStaleData{Tape: rtape.session, Watermark: want, Committed: ix.Watermark("inbound"), WaitedMS: time.Since(start).Milliseconds()}
+	if err := rt.publish(ctx, events.TypeTapeStale, rtape.session, rtape.meta.RunID, data); err != nil {
+		rt.log.Warn("worker.tape_stale_event_failed", "err", err)
+	}
+}
+
+// runTape is the agent's view of its session tape during a run: committed
+// entries plus the run's own, through a fork. It never writes the store:
+// every write is an event (the recorder is the only tape writer), which the
+// fork applies locally through the same mapping the recorder uses.
+type runTape struct {
+	rt      *Runtime
+	bus     *events.Bus
+	meta    events.Meta
+	fork    *tape.Fork
+	tape    tape.Tape
+	session string
+
+	mu  sync.Mutex
+	err error // the first failure to apply an event to the fork
+}
+
+var _ agent.Tape = (*runTape)(nil)
+
+// record is the local TapeRecorder: it applies each emitted event to the
+// fork exactly as the recorder will apply it to the tape.
+func (r *runTape) record(ctx context.Context, ev events.Event) {
+	ce, err := events.ToCloudEvent(ev, events.Attrs{Source: r.rt.o.Source, SessionID: r.session, RunID: r.meta.RunID})
+	if errors.Is(err, events.ErrUnregistered) {
+		return
+	}
+	if err == nil {
+		var payload any
+		if payload, err = events.DecodePayload(ce); err == nil {
+			err = r.apply(ctx, taperec.Map(payload, r.meta.RunID, ce.Time()))
+		}
+	}
+	if err != nil {
+		r.mu.Lock()
+		r.err = errors.Join(r.err, err)
+		r.mu.Unlock()
+	}
+}
+
+func (r *runTape) apply(ctx context.Context, b taperec.Batch) error {
+	if b.Reset {
+		if err := r.fork.Reset(ctx, r.session); err != nil {
+			return err
+		}
+	}
+	if len(b.Entries) == 0 {
+		return nil
+	}
+	_, err := r.fork.Append(ctx, r.session, b.Entries)
+	return err
+}
+
+func (r *runTape) failure() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}
+
+// ReadMessages reads the model context from the fork.
+func (r *runTape) ReadMessages(ctx context.Context) ([]llm.Message, error) {
+	if err := r.failure(); err != nil {
+		return nil, err
+	}
+	return r.tape.ReadMessages(ctx)
+}
+
+// EnsureBootstrapAnchor hands off session/start when the tape (with the
+// run's own entries) has no anchor.
+func (r *runTape) EnsureBootstrapAnchor(ctx context.Context) error {
+	ix, err := r.fork.Index(ctx, r.session)
+	if err != nil {
+		return err
+	}
+	if ix.Anchors > 0 {
+		return nil
+	}
+	return r.Handoff(ctx, "session/start", map[string]any{"owner": "human"})
+}
+
+// Handoff records an anchor and a handoff event.
+func (r *runTape) Handoff(ctx context.Context, name string, state map[string]any) error {
+	if state == nil {
+		state = map[string]any{}
+	}
+	return r.AppendEvent(ctx, taperec.EventHandoff, map[string]any{"name": name, "state": state})
+}
+
+// AppendEvent records a named event entry (events.TapeWriter).
+func (r *runTape) AppendEvent(ctx context.Context, name string, data map[string]any) error {
+	_, err := events.Emit(ctx, r.bus, &events.TapeEventRecorded{Meta: r.meta, Name: name, Data: data})
+	if err != nil {
+		return err
+	}
+	return r.failure()
+}
+
+// runStream adapts a run that reports deltas through a callback into a
+// hooks.Stream. The run executes in its own goroutine; breaking out of the
+// stream cancels it and waits for it to end.
+func runStream(ctx context.Context, run func(ctx context.Context, emit func(llm.Delta)) error) hooks.Stream {
+	return func(yield func(llm.Delta, error) bool) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		deltas := make(chan llm.Delta, 64)
+		done := make(chan error, 1)
+		go func() {
+			err := run(ctx, func(d llm.Delta) {
+				select {
+				case deltas <- d:
+				case <-ctx.Done():
+				}
+			})
+			close(deltas)
+			done <- err
+		}()
+		for d := range deltas {
+			if !yield(d, nil) {
+				cancel()
+				for range deltas {
+				}
+				<-done
+				return
+			}
+		}
+		if err := <-done; err != nil {
+			yield(llm.Delta{}, err)
+		}
+	}
+}

@@ -1,0 +1,42 @@
+package worker
+
+import (
+	"github.com/bubbus/bub/pkg/events"
+	"github.com/bubbus/bub/pkg/hooks"
+)
+
+// decisionEvent turns a hook decision record into the hook.decision event
+// that reports it (DESIGN §4: every decision that changed or stopped a call
+// is itself recorded).
+func decisionEvent(rec hooks.DecisionRecord) *events.HookDecision {
+	ev := &events.HookDecision{
+		Plugin:     rec.Plugin,
+		Hook:       string(rec.Hook),
+		Action:     string(rec.Verdict),
+		DurationMS: rec.Duration.Milliseconds(),
+		Err:        rec.Err,
+		Detail:     map[string]any{},
+	}
+	if rec.Verdict == hooks.VerdictFailed {
+		ev.Action = "skipped"
+	}
+	switch {
+	case rec.LLMDecision != nil:
+		ev.Detail["text"] = rec.LLMDecision.Text
+	case rec.Request != nil:
+		ev.Detail["model"] = rec.Request.Model
+		ev.Detail["max_tokens"] = rec.Request.MaxTokens
+	case rec.ToolDecision != nil:
+		d := rec.ToolDecision
+		if d.Message != "" {
+			ev.Detail["message"] = d.Message
+		}
+		if d.Arguments != nil {
+			ev.Detail["arguments"] = d.Arguments
+		}
+		if d.Result != nil {
+			ev.Detail["result"] = d.Result
+		}
+	}
+	return ev
+}

@@ -1,0 +1,233 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/bubbus/bub/pkg/agent"
+	"github.com/bubbus/bub/pkg/bub"
+	"github.com/bubbus/bub/pkg/builtin"
+	"github.com/bubbus/bub/pkg/envelope"
+	"github.com/bubbus/bub/pkg/events"
+	"github.com/bubbus/bub/pkg/framework"
+	"github.com/bubbus/bub/pkg/hooks"
+	"github.com/bubbus/bub/pkg/llm"
+	"github.com/bubbus/bub/pkg/llm/providers"
+	"github.com/bubbus/bub/pkg/subjects"
+	"github.com/bubbus/bub/pkg/tape"
+	"github.com/bubbus/bub/pkg/tools"
+	toolkit "github.com/bubbus/bub/pkg/tools/builtin"
+)
+
+// Registry is the hook registry of a worker.
+type Registry = hooks.Registry[tape.Store, tape.Context]
+
+// RuntimeOptions configure the turn runtime of a worker.
+type RuntimeOptions struct {
+	NC    *nats.Conn
+	JS    jetstream.JetStream
+	Names subjects.Names
+	// Source is the CloudEvent source of everything the worker publishes.
+	Source string
+	// Tapes is where committed tapes are read from.
+	Tapes tape.Store
+	// State is the per-session state bucket (switches, turn watermarks).
+	State jetstream.KeyValue
+	// Models configures the model router.
+	Models llm.Config
+	// Workspace is the tools' workspace.
+	Workspace string
+	// Agent holds agent settings; Model and MaxTokens default from Models.
+	Agent agent.Settings
+	// Plugins are registered after the builtin plugin, in order (so the
+	// last one has the highest priority); remote interceptors are plugins.
+	Plugins []hooks.Plugin
+	// ReadYourWrites bounds the wait for the recorder to commit a
+	// session's earlier turns before a turn reads its tape (5s).
+	ReadYourWrites time.Duration
+	Log            *slog.Logger
+}
+
+// Runtime is the worker's [Processor]: Bub's hook-driven turn pipeline with
+// the agent loop, publishing events, token deltas and replies to NATS.
+type Runtime struct {
+	o      RuntimeOptions
+	reg    *Registry
+	fw     *framework.Framework
+	agent  *agent.Agent
+	bridge *events.Bridge
+	shells *toolkit.Shells
+	log    *slog.Logger
+}
+
+// NewRuntime assembles the hook registry (builtin first, then o.Plugins),
+// the agent, its tools and the NATS bridge, and starts the plugins.
+func NewRuntime(ctx context.Context, o RuntimeOptions) (*Runtime, error) {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.ReadYourWrites == 0 {
+		o.ReadYourWrites = 5 * time.Second
+	}
+	rt := &Runtime{o: o, log: o.Log}
+	router, err := providers.NewRouter(o.Models, llm.WithLogger(o.Log))
+	if err != nil {
+		return nil, err
+	}
+	cfg := router.Config()
+	if o.Agent.Model == "" {
+		o.Agent.Model = cfg.Model
+	}
+	if o.Agent.MaxTokens == 0 {
+		o.Agent.MaxTokens = cfg.MaxTokens
+	}
+	if rt.shells, err = toolkit.NewShells(); err != nil {
+		return nil, err
+	}
+	reg := &tools.Registry{}
+	if err := toolkit.Register(reg, toolkit.Options{Shells: rt.shells}); err != nil {
+		return nil, err
+	}
+	reg.Freeze()
+	rt.reg = hooks.New[tape.Store, tape.Context](hooks.WithLogger(o.Log), hooks.WithDecisionObserver(rt.onDecision))
+	rt.agent = agent.New(router, reg, o.Agent, rt.systemPrompt, o.Log)
+	if rt.bridge, err = events.NewBridge(o.JS, o.Names, o.Source); err != nil {
+		return nil, err
+	}
+	bp, err := builtin.New(builtin.Options{Runner: rt, Outbox: rt, Switches: rt, Tools: reg})
+	if err != nil {
+		return nil, err
+	}
+	if err := rt.reg.Register(bp); err != nil {
+		return nil, err
+	}
+	for _, p := range o.Plugins {
+		if err := rt.reg.Register(p); err != nil {
+			return nil, err
+		}
+	}
+	bp.SetDispatcher(rt.reg)
+	if err := rt.reg.Start(ctx); err != nil {
+		return nil, err
+	}
+	rt.fw = framework.New(rt.reg, o.Workspace, o.Log)
+	return rt, nil
+}
+
+// Hooks returns the runtime's hook registry (for `bub hooks`).
+func (rt *Runtime) Hooks() *Registry { return rt.reg }
+
+// Close stops the plugins, kills background shells and flushes the bridge.
+func (rt *Runtime) Close(ctx context.Context) error {
+	return errors.Join(rt.reg.Close(ctx), rt.shells.Close(), rt.bridge.Close(ctx))
+}
+
+// Process runs the turn of one inbound envelope. Publishing failures wrap
+// ErrRetry so the envelope is redelivered; a failed turn was already
+// answered by on_error and is not.
+func (rt *Runtime) Process(ctx context.Context, in Inbound) error {
+	t := &turn{in: in}
+	ctx = withTurn(ctx, t)
+	_, err := rt.fw.ProcessInbound(ctx, in.Envelope)
+	if err != nil && errors.Is(err, ErrRetry) {
+		return err
+	}
+	if ferr := t.flush(ctx); ferr != nil {
+		return fmt.Errorf("%w: flushing events: %w", ErrRetry, ferr)
+	}
+	return err
+}
+
+func (rt *Runtime) systemPrompt(ctx context.Context, prompt string, state *bub.State) (string, error) {
+	return rt.reg.SystemPrompt(ctx, hooks.SystemPromptInput{Prompt: prompt, State: state})
+}
+
+// onDecision publishes every decision of a chained hook that changed or
+// stopped a call as a hook.decision event of the current run.
+func (rt *Runtime) onDecision(ctx context.Context, rec hooks.DecisionRecord) {
+	t := turnFrom(ctx)
+	if t == nil {
+		return
+	}
+	bus := t.currentBus()
+	if bus == nil {
+		return
+	}
+	ev := decisionEvent(rec)
+	ev.Meta = events.Meta{RunID: rec.RunID, SessionID: t.in.Envelope.SessionID}
+	if _, err := events.Emit(ctx, bus, ev); err != nil {
+		rt.log.Warn("worker.decision_event_failed", "err", err)
+	}
+}
+
+// Send implements builtin.Outbox: it waits until the turn's events are
+// acknowledged, then publishes the outbound envelope (deduplicated by its
+// deterministic id).
+func (rt *Runtime) Send(ctx context.Context, env *envelope.Envelope) error {
+	if t := turnFrom(ctx); t != nil {
+		if err := t.flush(ctx); err != nil {
+			return fmt.Errorf("%w: flushing events before the reply: %w", ErrRetry, err)
+		}
+	}
+	target := env.OutputChannel
+	if target == "" {
+		target = env.ChannelOrDefault()
+	}
+	ev, err := events.New(events.TypeEnvelopeOutbound, events.Attrs{ID: env.ID, Source: rt.o.Source, SessionID: env.SessionID}, env)
+	if err != nil {
+		return err
+	}
+	msg, err := events.ToMsg(rt.o.Names.Outbound(target, env.SessionID), ev)
+	if err != nil {
+		return err
+	}
+	if _, err := rt.o.JS.PublishMsg(ctx, msg); err != nil {
+		return fmt.Errorf("%w: publishing outbound %s: %w", ErrRetry, env.ID, err)
+	}
+	return nil
+}
+
+// publish sends one standalone event (not part of a run's ordered stream)
+// and waits for its acknowledgement.
+func (rt *Runtime) publish(ctx context.Context, typ, session, runID string, data any) error {
+	ev, err := events.New(typ, events.Attrs{Source: rt.o.Source, SessionID: session, RunID: runID}, data)
+	if err != nil {
+		return err
+	}
+	msg, err := events.ToMsg(rt.o.Names.Event(session, events.SubjectName(typ)), ev)
+	if err != nil {
+		return err
+	}
+	_, err = rt.o.JS.PublishMsg(ctx, msg)
+	return err
+}
+
+// LatestSwitches implements builtin.Switches from the state bucket the
+// recorder maintains.
+func (rt *Runtime) LatestSwitches(ctx context.Context, session string) (string, string, error) {
+	if rt.o.State == nil {
+		return "", "", nil
+	}
+	e, err := rt.o.State.Get(ctx, rt.o.Names.SwitchesKey(session))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return "", "", nil
+	}
+	if err != nil {
+		return "", "", err
+	}
+	var sw struct {
+		Model           string `json:"model"`
+		ReasoningEffort string `json:"reasoning_effort"`
+	}
+	if err := json.Unmarshal(e.Value(), &sw); err != nil {
+		return "", "", fmt.Errorf("decoding switches of %s: %w", session, err)
+	}
+	return sw.Model, sw.ReasoningEffort, nil
+}

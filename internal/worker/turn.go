@@ -1,0 +1,63 @@
+package worker
+
+import (
+	"context"
+	"sync"
+
+	"github.com/bubbus/bub/pkg/events"
+)
+
+// turn is the per-delivery scope the runtime keeps in the context of a
+// turn: request-scoped data that crosses the hook boundary (the builtin's
+// model stage and its dispatch_outbound run in different hook calls).
+type turn struct {
+	in Inbound
+
+	mu      sync.Mutex
+	flushes []func(context.Context) error // event attachments of the turn's runs
+	bus     *events.Bus                   // the current run's bus, for hook decisions
+	ran     bool                          // a run started (the recorder will see it)
+}
+
+type turnKey struct{}
+
+func withTurn(ctx context.Context, t *turn) context.Context {
+	return context.WithValue(ctx, turnKey{}, t)
+}
+
+func turnFrom(ctx context.Context) *turn {
+	t, _ := ctx.Value(turnKey{}).(*turn)
+	return t
+}
+
+func (t *turn) startRun(bus *events.Bus, flush func(context.Context) error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.flushes = append(t.flushes, flush)
+	t.bus, t.ran = bus, true
+}
+
+func (t *turn) endRun() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.bus = nil
+}
+
+func (t *turn) currentBus() *events.Bus {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.bus
+}
+
+// flush waits until every event the turn's runs published is acknowledged.
+func (t *turn) flush(ctx context.Context) error {
+	t.mu.Lock()
+	fs := append([]func(context.Context) error(nil), t.flushes...)
+	t.mu.Unlock()
+	for _, f := range fs {
+		if err := f(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,126 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"github.com/bubbus/bub/pkg/bub"
+	"github.com/bubbus/bub/pkg/events"
+	"github.com/bubbus/bub/pkg/llm"
+	"github.com/bubbus/bub/pkg/tools"
+)
+
+// Models calls a model named by call.Model ("provider:model", "" for the
+// default); *llm.Router implements it.
+type Models interface {
+	Complete(ctx context.Context, call llm.Call, onDelta func(llm.Delta)) (llm.Response, error)
+}
+
+// Tape is the run's view of its session tape: the committed entries plus
+// what this run recorded so far (a fork).
+type Tape interface {
+	ReadMessages(ctx context.Context) ([]llm.Message, error)
+	EnsureBootstrapAnchor(ctx context.Context) error
+	Handoff(ctx context.Context, name string, state map[string]any) error
+}
+
+// SystemPrompt returns the system prompt fragment of the hooks (joined
+// system_prompt results) for a step's prompt text.
+type SystemPrompt func(ctx context.Context, prompt string, state *bub.State) (string, error)
+
+// Settings are the agent's model settings.
+type Settings struct {
+	// Model is the default "provider:model".
+	Model string
+	// MaxTokens is the default max_tokens of a request (0 = provider
+	// default).
+	MaxTokens int
+	// MaxSteps bounds the steps of a run (0 = unlimited).
+	MaxSteps int
+}
+
+// Agent runs agent loops. It holds no per-run state and is safe for
+// concurrent runs.
+type Agent struct {
+	models   Models
+	tools    *tools.Registry
+	settings Settings
+	system   SystemPrompt
+	log      *slog.Logger
+}
+
+// New returns an agent calling models with the tools of reg. system may be
+// nil (no hook fragment).
+func New(models Models, reg *tools.Registry, settings Settings, system SystemPrompt, log *slog.Logger) *Agent {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if reg == nil {
+		reg = &tools.Registry{}
+	}
+	return &Agent{models: models, tools: reg, settings: settings, system: system, log: log}
+}
+
+// Tools returns the agent's tool registry.
+func (a *Agent) Tools() *tools.Registry { return a.tools }
+
+// Run is one agent run.
+type Run struct {
+	// RunID correlates the run's events, hook calls and tape entries.
+	RunID string
+	// SessionID is the run's session.
+	SessionID string
+	// Prompt is text or content parts; a text starting with "," is a
+	// comma command.
+	Prompt llm.Content
+	// State is the turn state.
+	State *bub.State
+	// Model overrides Settings.Model when non-empty.
+	Model string
+	// Tape is the run's tape fork.
+	Tape Tape
+	// Bus receives the run's lifecycle events.
+	Bus *events.Bus
+	// OnDelta, when set, receives text and reasoning deltas as they
+	// stream.
+	OnDelta func(llm.Delta)
+	// AllowedTools limits the tools offered (runtime or model names; nil =
+	// all).
+	AllowedTools []string
+	// ToolContext adds fields to each tool call's context (may be nil).
+	ToolContext func(*tools.Context)
+	// Metadata is added to RunStarted's metadata (e.g. the inbound
+	// envelope the run answers).
+	Metadata map[string]any
+}
+
+// Output is what a run produced.
+type Output struct {
+	// Text is the model output shown to the user: every text the run
+	// answered, concatenated.
+	Text string
+	// OK is false for the empty-prompt error answer.
+	OK bool
+	// Steps is the number of steps taken.
+	Steps int
+	// Usage is the last provider call's usage.
+	Usage *llm.Usage
+}
+
+// emptyPromptText is Bub's answer to an empty prompt.
+const emptyPromptText = "error: empty prompt"
+
+// ErrMaxSteps is wrapped by the error of a run that used every allowed
+// step without finishing.
+var ErrMaxSteps = errors.New("max_steps_reached")
+
+func (r *Run) meta() events.Meta {
+	return events.Meta{State: r.State, RunID: r.RunID, SessionID: r.SessionID}
+}
+
+func (r *Run) delta(kind, text string) {
+	if r.OnDelta != nil && text != "" {
+		r.OnDelta(llm.Delta{Kind: kind, Text: text})
+	}
+}

@@ -1,0 +1,188 @@
+package agent
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bubbus/bub/pkg/bub"
+	"github.com/bubbus/bub/pkg/events"
+	"github.com/bubbus/bub/pkg/llm"
+	"github.com/bubbus/bub/pkg/tools"
+)
+
+// stepResult is what one step produced.
+type stepResult struct {
+	text      string
+	toolCalls []llm.ToolCall
+	usage     *llm.Usage
+}
+
+// step is one model call and the tool calls it asked for (Bub's
+// ModelRunner.run): build the system prompt and messages, let
+// LLMCallStarted handlers change or finish the request, call the provider,
+// run the tools concurrently, and emit ChatFinished with what to record.
+func (a *Agent) step(ctx context.Context, r *Run, step int, model string, prompt llm.Content, carried []llm.Message) (stepResult, error) {
+	offered := a.offeredTools(r.AllowedTools)
+	system, err := a.systemPrompt(ctx, r, prompt, offered)
+	if err != nil {
+		return stepResult{}, err
+	}
+	pending, err := events.Emit(ctx, r.Bus, &events.MessagesPending{Meta: r.meta(), Step: step, Messages: carried})
+	if err != nil {
+		return stepResult{}, err
+	}
+	newMessages := append(append([]llm.Message(nil), pending.Messages...), llm.Message{Role: llm.RoleUser, Content: prompt})
+	chat := &events.ChatFinished{Meta: r.meta(), SystemPrompt: system}
+
+	history, err := r.Tape.ReadMessages(ctx)
+	if err != nil {
+		chat.ContextErr = err
+		if _, eerr := events.Emit(ctx, r.Bus, chat); eerr != nil {
+			return stepResult{}, eerr
+		}
+		return stepResult{}, err
+	}
+	chat.NewMessages = newMessages
+	messages := make([]llm.Message, 0, len(history)+len(newMessages)+1)
+	if system != "" {
+		messages = append(messages, llm.Message{Role: llm.RoleSystem, Content: llm.Text(system)})
+	}
+	messages = append(append(messages, history...), newMessages...)
+	req := llm.Request{RunID: r.RunID, Model: model, Messages: messages, ToolNames: modelNames(offered), MaxTokens: a.settings.MaxTokens}
+
+	started, err := events.Emit(ctx, r.Bus, &events.LLMCallStarted{Meta: r.meta(), Request: req})
+	if err != nil {
+		return stepResult{}, err
+	}
+	req = started.Request
+	chat.Provider, chat.Model = providerOf(req.Model), req.Model
+	if d := started.Decision; d != nil {
+		text := d.Text
+		chat.ResponseText = &text
+		r.delta("text", text)
+		_, err := events.Emit(ctx, r.Bus, chat)
+		return stepResult{text: text}, err
+	}
+
+	callStart := time.Now()
+	resp, err := a.models.Complete(ctx, llm.Call{
+		Model:           req.Model,
+		Messages:        append([]llm.Message(nil), req.Messages...),
+		Tools:           tools.Schemas(offered),
+		MaxTokens:       req.MaxTokens,
+		ReasoningEffort: r.State.String(bub.StateReasoningEffort),
+	}, func(d llm.Delta) { r.delta(d.Kind, d.Text) })
+	if ctx.Err() != nil {
+		return stepResult{}, ctx.Err() // cancelled: no LLMCallFinished
+	}
+	result := llm.Result{RunID: r.RunID, Text: resp.Text, ToolCalls: resp.ToolCalls, Usage: resp.Usage, Err: err, DurationMS: time.Since(callStart).Milliseconds()}
+	if _, eerr := events.Emit(ctx, r.Bus, &events.LLMCallFinished{Meta: r.meta(), Request: req, Result: result}); eerr != nil {
+		return stepResult{}, eerr
+	}
+	if err != nil {
+		return stepResult{}, err
+	}
+	chat.Usage = resp.Usage
+	out := stepResult{text: resp.Text, toolCalls: resp.ToolCalls, usage: resp.Usage}
+	if len(resp.ToolCalls) == 0 {
+		text := resp.Text
+		chat.ResponseText = &text
+		_, err := events.Emit(ctx, r.Bus, chat)
+		return out, err
+	}
+	results, err := a.runTools(ctx, r, resp.ToolCalls)
+	if err != nil {
+		return stepResult{}, err
+	}
+	chat.ToolCalls, chat.ToolResults = resp.ToolCalls, results
+	_, err = events.Emit(ctx, r.Bus, chat)
+	return out, err
+}
+
+// systemPrompt joins the non-empty blocks: the hooks' fragment, then the
+// tools block.
+func (a *Agent) systemPrompt(ctx context.Context, r *Run, prompt llm.Content, offered []tools.Tool) (string, error) {
+	var blocks []string
+	if a.system != nil {
+		s, err := a.system(ctx, prompt.PlainText(), r.State)
+		if err != nil {
+			return "", err
+		}
+		blocks = append(blocks, s)
+	}
+	blocks = append(blocks, tools.RenderPrompt(offered))
+	nonEmpty := blocks[:0]
+	for _, b := range blocks {
+		if b != "" {
+			nonEmpty = append(nonEmpty, b)
+		}
+	}
+	return strings.Join(nonEmpty, "\n\n"), nil
+}
+
+// offeredTools returns the agent-usable tools, limited to allowed when set.
+func (a *Agent) offeredTools(allowed []string) []tools.Tool {
+	var ts []tools.Tool
+	if allowed == nil {
+		ts = a.tools.All()
+	} else {
+		ts = a.tools.Select(allowed)
+	}
+	out := ts[:0:0]
+	for _, t := range ts {
+		if !t.Hidden {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func modelNames(ts []tools.Tool) []string {
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = t.ModelName()
+	}
+	return names
+}
+
+func providerOf(model string) string {
+	p, _, err := llm.ParseModel(model)
+	if err != nil {
+		return ""
+	}
+	return p
+}
+
+// runTools executes the calls of one model response concurrently and
+// returns their model-facing results in call order: the result value, or a
+// failed call's {kind, message, details?}.
+func (a *Agent) runTools(ctx context.Context, r *Run, calls []llm.ToolCall) ([]any, error) {
+	results := make([]any, len(calls))
+	errs := make([]error, len(calls))
+	var wg sync.WaitGroup
+	for i, tc := range calls {
+		wg.Go(func() {
+			res, err := a.execute(ctx, r, tools.Call{RunID: r.RunID, Tool: tc.Function.Name, CallID: tc.ID}, tc.Function.Arguments)
+			results[i], errs[i] = modelResult(res), err
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return results, nil
+}
+
+func modelResult(res *tools.Result) any {
+	if res == nil {
+		return nil
+	}
+	if res.Err != nil {
+		return bub.AsError(res.Err).AsMap()
+	}
+	return res.Result
+}

@@ -1,0 +1,85 @@
+package agent
+
+import (
+	"context"
+	"time"
+
+	"github.com/bubbus/bub/pkg/bub"
+	"github.com/bubbus/bub/pkg/events"
+	"github.com/bubbus/bub/pkg/tools"
+)
+
+// execute runs one tool call between ToolCallStarted and ToolCallFinished
+// (Bub's ToolExecutor with AgentHooks): raw is the model's JSON argument
+// text. A ToolCallStarted handler may replace the call, deny it (tool
+// error) or replace its result; the executor emits ToolCallFinished for
+// every completed call and none when ctx is cancelled. Malformed
+// arguments become a tool error for the model, never a failed run. The
+// returned error is a handler's error or ctx's.
+func (a *Agent) execute(ctx context.Context, r *Run, call tools.Call, raw string) (*tools.Result, error) {
+	args, argErr := tools.DecodeArguments(raw)
+	call = call.WithArguments(args)
+	return a.executeCall(ctx, r, call, nil, argErr)
+}
+
+// executeCall runs call; tool, when not nil, is the tool to run (a comma
+// command may name a hidden tool), else it is looked up among the tools
+// offered to the model.
+func (a *Agent) executeCall(ctx context.Context, r *Run, call tools.Call, tool *tools.Tool, argErr error) (*tools.Result, error) {
+	started, err := events.Emit(ctx, r.Bus, &events.ToolCallStarted{Meta: r.meta(), Call: call})
+	if err != nil {
+		return nil, err
+	}
+	call = started.Call
+	res := &tools.Result{RunID: r.RunID, Tool: call.Tool}
+	begin := time.Now()
+	switch d := started.Decision; {
+	case d != nil && d.Action == tools.ActionDeny:
+		msg := d.Message
+		if msg == "" {
+			msg = "Tool '" + call.Tool + "' call denied by policy hook."
+		}
+		res.Err = &bub.Error{Kind: bub.KindTool, Message: msg}
+	case d != nil && d.Action == tools.ActionReplace:
+		res.Result = d.Result
+	default:
+		if d != nil && d.Arguments != nil {
+			call = call.WithArguments(d.Arguments)
+		}
+		if argErr != nil {
+			res.Err = bub.AsError(argErr)
+			break
+		}
+		var t tools.Tool
+		switch found, ok := a.tools.Lookup(call.Tool); {
+		case tool != nil:
+			t = *tool
+		case ok:
+			t = found
+		default:
+			t = tools.UnknownTool(call.Tool)
+		}
+		out, terr := tools.Invoke(ctx, t, r.toolContext(), call.Arguments)
+		if ctx.Err() != nil {
+			return nil, ctx.Err() // cancelled: never observed
+		}
+		res.Result = out
+		if terr != nil {
+			res.Err = terr
+		}
+	}
+	res.Arguments = call.Arguments
+	res.DurationMS = time.Since(begin).Milliseconds()
+	if _, err := events.Emit(ctx, r.Bus, &events.ToolCallFinished{Meta: r.meta(), Call: call, Result: res}); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func (r *Run) toolContext() *tools.Context {
+	tc := &tools.Context{RunID: r.RunID, SessionID: r.SessionID, State: r.State}
+	if r.ToolContext != nil {
+		r.ToolContext(tc)
+	}
+	return tc
+}

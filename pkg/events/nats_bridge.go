@@ -1,0 +1,418 @@
+package events
+
+// This file bridges a Bus to JetStream; with nats_adapter.go it is the only
+// file of the package that uses nats.go types.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/bubbus/bub/pkg/subjects"
+)
+
+// Bridge defaults.
+const (
+	// DefaultMaxInFlight is the default bound on events published and not
+	// yet acknowledged.
+	DefaultMaxInFlight = 512
+	// DefaultAckTimeout is how long the bridge waits for a publish
+	// acknowledgement by default.
+	DefaultAckTimeout = 30 * time.Second
+)
+
+// maxKeptErrors bounds the publish errors a tracker keeps between flushes;
+// further ones are only counted.
+const maxKeptErrors = 32
+
+// Bridge errors.
+var (
+	// ErrBridgeClosed: the event was emitted after [Bridge.Close].
+	ErrBridgeClosed = errors.New("bridge closed")
+	// ErrAckTimeout: JetStream did not acknowledge a publish in time; the
+	// event may or may not be stored.
+	ErrAckTimeout = errors.New("publish not acknowledged in time")
+)
+
+// Bridge publishes the events of attached buses as CloudEvents (structured
+// mode, see [Encode]) to JetStream: an event of type T of session S goes to
+// names.Event(S, SubjectName(T)) in stream names.EventsStream(), with
+// Nats-Msg-Id set to the event id. Observers on NATS see what happened;
+// they never change control flow.
+//
+// Publishing is asynchronous and pipelined: an event is encoded and sent
+// on the emitting goroutine when its dispatch ends, without waiting for
+// JetStream; acknowledgements are collected in the background, and
+// [Attachment.Flush] or [Bridge.Flush] waits for them and reports every
+// failure. At most MaxInFlight events are unacknowledged at a time; an
+// emit beyond that waits for room (back-pressure) or for its ctx.
+//
+// Per run, the seq extension counts 1, 2, 3, … and the stream holds the
+// events in seq order: an attachment publishes one event at a time. The
+// one exception is JetStream's own retry of a publish that found no
+// stream (same message, same Nats-Msg-Id, so never stored twice), which
+// can land behind later events; consumers that need order use seq.
+//
+// Custom events not in the codec's [Registry] are not published.
+// A Bridge is safe for concurrent use and serves every run of a worker;
+// [Bridge.Close] releases it.
+type Bridge struct {
+	js         jetstream.JetStream
+	names      subjects.Names
+	source     string
+	codec      Codec
+	trace      func(ctx context.Context) (traceparent, tracestate string)
+	ackTimeout time.Duration
+	pubOpts    []jetstream.PublishOpt
+
+	// slots holds a token per unacknowledged publish: the in-flight
+	// window.
+	slots chan struct{}
+	// acks carries the publishes, in order, to the collector goroutine;
+	// its capacity equals the window, so a send never blocks.
+	acks chan pendingAck
+	// collected is closed when the collector goroutine has exited.
+	collected chan struct{}
+
+	// mu guards closed and the sends on acks: publishers hold it for
+	// reading, Close for writing.
+	mu     sync.RWMutex
+	closed bool
+	// enqueueMu makes counting a publish in all and queueing it on acks
+	// one step, so the n-th counted publish is the n-th collected.
+	enqueueMu sync.Mutex
+	all       tracker
+}
+
+// pendingAck is one publish awaiting its acknowledgement.
+type pendingAck struct {
+	future jetstream.PubAckFuture
+	sent   time.Time
+	att    *Attachment
+	ceType string
+	id     string
+}
+
+// BridgeOption configures a [Bridge].
+type BridgeOption func(*Bridge) error
+
+// WithCodec sets the codec: its Registry adds custom events, its
+// CaptureContent puts LLM message bodies on the wire. The default is the
+// zero Codec.
+func WithCodec(c Codec) BridgeOption {
+	return func(b *Bridge) error {
+		b.codec = c
+		return nil
+	}
+}
+
+// WithMaxInFlight bounds the events published and not yet acknowledged
+// (default [DefaultMaxInFlight]); n must be positive.
+func WithMaxInFlight(n int) BridgeOption {
+	return func(b *Bridge) error {
+		if n < 1 {
+			return fmt.Errorf("events: max in-flight %d: must be positive", n)
+		}
+		b.slots = make(chan struct{}, n)
+		return nil
+	}
+}
+
+// WithAckTimeout sets how long to wait for each acknowledgement (default
+// [DefaultAckTimeout]); d must be positive.
+func WithAckTimeout(d time.Duration) BridgeOption {
+	return func(b *Bridge) error {
+		if d <= 0 {
+			return fmt.Errorf("events: ack timeout %v: must be positive", d)
+		}
+		b.ackTimeout = d
+		return nil
+	}
+}
+
+// WithTraceContext sets the function that reads the W3C trace context of
+// an emit's ctx for the traceparent and tracestate extensions and headers
+// (the telemetry package supplies one). Without it no trace context is
+// sent.
+func WithTraceContext(fn func(ctx context.Context) (traceparent, tracestate string)) BridgeOption {
+	return func(b *Bridge) error {
+		b.trace = fn
+		return nil
+	}
+}
+
+// NewBridge returns a bridge publishing to js under names, with CloudEvent
+// source source (see [Source]: /bub/<service>/<instance>). The caller
+// creates the events stream. Close the bridge when done.
+func NewBridge(js jetstream.JetStream, names subjects.Names, source string, opts ...BridgeOption) (*Bridge, error) {
+	if js == nil {
+		return nil, errors.New("events: NewBridge: nil JetStream")
+	}
+	if source == "" {
+		return nil, errors.New("events: NewBridge: empty source")
+	}
+	b := &Bridge{
+		js:         js,
+		names:      names,
+		source:     source,
+		ackTimeout: DefaultAckTimeout,
+		pubOpts:    []jetstream.PublishOpt{jetstream.WithExpectStream(names.EventsStream())},
+		collected:  make(chan struct{}),
+	}
+	for _, o := range opts {
+		if err := o(b); err != nil {
+			return nil, err
+		}
+	}
+	if b.slots == nil {
+		b.slots = make(chan struct{}, DefaultMaxInFlight)
+	}
+	b.acks = make(chan pendingAck, cap(b.slots))
+	go b.collect()
+	return b, nil
+}
+
+// Attachment is a bridge attached to one bus. It numbers the events of
+// each run it publishes and tracks their acknowledgements, so a worker can
+// flush exactly its turn's events.
+type Attachment struct {
+	bridge *Bridge
+	off    func()
+	// mu makes numbering and publishing one step per event, so the stream
+	// order of a run is its seq order.
+	mu  sync.Mutex
+	seq map[string]int64 // per run id; guarded by mu
+	t   tracker
+}
+
+// Attach registers the bridge as a sink of bus (see [Bus.OnEmitted]): it
+// publishes every event after the bus's handlers have run. Attach one bus
+// per run; seq restarts with each attachment.
+func (b *Bridge) Attach(bus *Bus) *Attachment {
+	a := &Attachment{bridge: b, seq: map[string]int64{}}
+	a.off = bus.OnEmitted(a.publish)
+	return a
+}
+
+// Detach stops publishing the bus's events; events already published are
+// still tracked. It is idempotent.
+func (a *Attachment) Detach() { a.off() }
+
+// Flush waits until every event this attachment published so far is
+// acknowledged, and returns the failures since its previous Flush:
+// encoding, publishing, acknowledgement errors and timeouts. The worker
+// calls it before it publishes a turn's outbound envelopes and acks the
+// inbound one. An error means an event may be missing from the stream.
+func (a *Attachment) Flush(ctx context.Context) error { return a.t.flush(ctx) }
+
+// Flush waits until every event published through the bridge so far is
+// acknowledged, and returns every failure since its previous Flush.
+func (b *Bridge) Flush(ctx context.Context) error { return b.all.flush(ctx) }
+
+// Close stops publishing (later events fail with [ErrBridgeClosed]),
+// waits for the outstanding acknowledgements as Flush does, and stops the
+// bridge's goroutine. Attached buses may stay attached.
+func (b *Bridge) Close(ctx context.Context) error {
+	b.mu.Lock()
+	if !b.closed {
+		b.closed = true
+		close(b.acks)
+	}
+	b.mu.Unlock()
+	select {
+	case <-b.collected:
+	case <-ctx.Done():
+		return fmt.Errorf("events: closing bridge: %w", ctx.Err())
+	}
+	return b.all.flush(ctx)
+}
+
+// publish is the bus sink: it publishes ev and records any failure for
+// Flush.
+func (a *Attachment) publish(ctx context.Context, ev Event) {
+	err := a.bridge.publish(ctx, a, ev)
+	if err != nil && !errors.Is(err, ErrUnregistered) {
+		a.t.fail(err)
+		a.bridge.all.fail(err)
+	}
+}
+
+func (b *Bridge) publish(ctx context.Context, a *Attachment, ev Event) error {
+	typ, data, err := b.codec.payload(ev)
+	if err != nil {
+		return err
+	}
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.closed {
+		return fmt.Errorf("events: publishing %s: %w", typ, ErrBridgeClosed)
+	}
+	select {
+	case b.slots <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("events: publishing %s: waiting for the in-flight window: %w", typ, ctx.Err())
+	}
+	if err := a.send(ctx, ev, typ, data); err != nil {
+		<-b.slots
+		return err
+	}
+	return nil
+}
+
+// send numbers, encodes and publishes one event and queues it for the
+// collector. The caller holds a window slot and b.mu for reading.
+func (a *Attachment) send(ctx context.Context, ev Event, typ string, data any) error {
+	b := a.bridge
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	attrs := Attrs{Source: b.source}
+	run := ev.EventMeta().RunID
+	if run != "" {
+		attrs.Seq = a.seq[run] + 1
+	}
+	if b.trace != nil {
+		attrs.Traceparent, attrs.Tracestate = b.trace(ctx)
+	}
+	e, err := build(ev, typ, data, attrs)
+	if err != nil {
+		return err
+	}
+	msg, err := ToMsg(b.names.Event(SessionID(e), SubjectName(typ)), e)
+	if err != nil {
+		return fmt.Errorf("events: encoding %s: %w", typ, err)
+	}
+	f, err := b.js.PublishMsgAsync(msg, b.pubOpts...)
+	if err != nil {
+		return fmt.Errorf("events: publishing %s %s: %w", typ, e.ID(), err)
+	}
+	if run != "" {
+		a.seq[run] = attrs.Seq
+	}
+	// Count and queue in one step, here under a.mu and enqueueMu, so both
+	// trackers see their publishes resolved in the order they counted them.
+	b.enqueueMu.Lock()
+	defer b.enqueueMu.Unlock()
+	a.t.issue()
+	b.all.issue()
+	b.acks <- pendingAck{future: f, sent: time.Now(), att: a, ceType: typ, id: e.ID()}
+	return nil
+}
+
+// collect awaits the acknowledgements in publish order, frees their
+// window slots and records the outcomes. It exits when Close closes acks
+// and every queued publish is resolved.
+func (b *Bridge) collect() {
+	defer close(b.collected)
+	timer := time.NewTimer(b.ackTimeout)
+	defer timer.Stop()
+	for p := range b.acks {
+		err := b.await(p, timer)
+		<-b.slots
+		p.att.t.complete(err)
+		b.all.complete(err)
+	}
+}
+
+// await waits for p's acknowledgement until ackTimeout after it was sent.
+// An acknowledgement that is already in counts even when the collector
+// reaches it late.
+func (b *Bridge) await(p pendingAck, timer *time.Timer) error {
+	select {
+	case <-p.future.Ok():
+		return nil
+	case err := <-p.future.Err():
+		return p.failed(err)
+	default:
+	}
+	timer.Reset(time.Until(p.sent.Add(b.ackTimeout)))
+	select {
+	case <-p.future.Ok():
+		return nil
+	case err := <-p.future.Err():
+		return p.failed(err)
+	case <-timer.C:
+		return p.failed(ErrAckTimeout)
+	}
+}
+
+// failed returns err as the failure to publish p.
+func (p pendingAck) failed(err error) error {
+	return fmt.Errorf("events: publishing %s %s: %w", p.ceType, p.id, err)
+}
+
+// tracker counts issued and completed publishes and keeps their errors
+// until a flush reports them.
+type tracker struct {
+	mu       sync.Mutex
+	issued   uint64
+	done     uint64
+	errs     []error
+	dropped  int           // errors counted beyond maxKeptErrors
+	progress chan struct{} // closed when done grows; nil when no one waits
+}
+
+func (t *tracker) issue() {
+	t.mu.Lock()
+	t.issued++
+	t.mu.Unlock()
+}
+
+// complete counts one resolved publish and its error, if any.
+func (t *tracker) complete(err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.done++
+	t.record(err)
+	if t.progress != nil {
+		close(t.progress)
+		t.progress = nil
+	}
+}
+
+// fail records an error of an event that was never issued.
+func (t *tracker) fail(err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.record(err)
+}
+
+func (t *tracker) record(err error) {
+	switch {
+	case err == nil:
+	case len(t.errs) < maxKeptErrors:
+		t.errs = append(t.errs, err)
+	default:
+		t.dropped++
+	}
+}
+
+// flush waits until every publish issued before the call is resolved and
+// returns the errors recorded since the previous flush.
+func (t *tracker) flush(ctx context.Context) error {
+	t.mu.Lock()
+	target := t.issued
+	for t.done < target {
+		if t.progress == nil {
+			t.progress = make(chan struct{})
+		}
+		progress := t.progress
+		t.mu.Unlock()
+		select {
+		case <-progress:
+		case <-ctx.Done():
+			return fmt.Errorf("events: flushing: %w", ctx.Err())
+		}
+		t.mu.Lock()
+	}
+	errs := t.errs
+	if t.dropped > 0 {
+		errs = append(errs, fmt.Errorf("events: %d more publish errors", t.dropped))
+	}
+	t.errs, t.dropped = nil, 0
+	t.mu.Unlock()
+	return errors.Join(errs...)
+}

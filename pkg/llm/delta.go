@@ -1,0 +1,7 @@
+package llm
+
+// The kinds of a [Delta].
+const (
+	DeltaText      = "text"
+	DeltaReasoning = "reasoning"
+)

@@ -1,0 +1,191 @@
+package openai
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/param"
+
+	"github.com/bubbus/bub/pkg/llm"
+)
+
+// Option configures a [Provider].
+type Option func(*options) error
+
+// options are what New builds a Provider from.
+type options struct {
+	name           string
+	baseURL        string
+	apiKey         llm.Secret
+	httpClient     *http.Client
+	maxRetries     *int
+	completionArgs map[string]any
+	maxTokensKey   string
+}
+
+// WithBaseURL sets the API base URL, e.g. "http://127.0.0.1:8000/v1"
+// (default [llm.OpenAIBaseURL]).
+func WithBaseURL(base string) Option {
+	return func(o *options) error {
+		u, err := url.Parse(base)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("openai: base URL %q is not an http(s) URL", base)
+		}
+		o.baseURL = base
+		return nil
+	}
+}
+
+// WithAPIKey sets the bearer key; without one no Authorization header is
+// sent (fine for local servers).
+func WithAPIKey(key llm.Secret) Option {
+	return func(o *options) error {
+		o.apiKey = key
+		return nil
+	}
+}
+
+// WithName sets the provider name reported in errors (default "openai").
+func WithName(name string) Option {
+	return func(o *options) error {
+		o.name = name
+		return nil
+	}
+}
+
+// WithHTTPClient sets the HTTP client (default http.DefaultClient).
+func WithHTTPClient(c *http.Client) Option {
+	return func(o *options) error {
+		if c == nil {
+			return errors.New("openai: nil HTTP client")
+		}
+		o.httpClient = c
+		return nil
+	}
+}
+
+// WithMaxRetries sets how often the SDK retries a connection error, 408,
+// 409, 429 or 5xx before the first byte (SDK default 2; 0 disables).
+func WithMaxRetries(n int) Option {
+	return func(o *options) error {
+		if n < 0 {
+			return fmt.Errorf("openai: max retries must not be negative, got %d", n)
+		}
+		o.maxRetries = &n
+		return nil
+	}
+}
+
+// WithCompletionArgs sets extra request fields, merged under the managed
+// ones (see [Provider.Complete]).
+func WithCompletionArgs(args map[string]any) Option {
+	return func(o *options) error {
+		o.completionArgs = args
+		return nil
+	}
+}
+
+// WithMaxCompletionTokens sends the token limit as max_completion_tokens,
+// which OpenAI's own API requires for its reasoning models, instead of
+// max_tokens, which every OpenAI-compatible server understands.
+func WithMaxCompletionTokens() Option {
+	return func(o *options) error {
+		o.maxTokensKey = keyMaxCompletionTokens
+		return nil
+	}
+}
+
+// Provider calls an OpenAI-compatible /chat/completions endpoint with
+// streaming. It is safe for concurrent use.
+type Provider struct {
+	name           string
+	completionArgs map[string]any
+	maxTokensKey   string
+	chat           oai.ChatCompletionService
+}
+
+var _ llm.Provider = (*Provider)(nil)
+
+// New returns a provider for the endpoint the options describe. It never
+// reads OPENAI_* environment variables: everything comes from options.
+func New(opts ...Option) (*Provider, error) {
+	o := options{name: "openai", baseURL: llm.OpenAIBaseURL, maxTokensKey: keyMaxTokens}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	reqOpts := []option.RequestOption{option.WithBaseURL(o.baseURL)}
+	if o.apiKey != "" {
+		reqOpts = append(reqOpts, option.WithAPIKey(string(o.apiKey)))
+	}
+	if o.httpClient != nil {
+		reqOpts = append(reqOpts, option.WithHTTPClient(o.httpClient))
+	}
+	if o.maxRetries != nil {
+		reqOpts = append(reqOpts, option.WithMaxRetries(*o.maxRetries))
+	}
+	return &Provider{
+		name:           o.name,
+		completionArgs: o.completionArgs,
+		maxTokensKey:   o.maxTokensKey,
+		// NewChatCompletionService, unlike NewClient, adds no defaults
+		// read from the environment.
+		chat: oai.NewChatCompletionService(reqOpts...),
+	}, nil
+}
+
+// Factory returns an [llm.ProviderFactory] that builds a Provider from a
+// resolved [llm.ProviderConfig] (its base URL, key, name and completion
+// args), then applies opts. OpenAI's own API gets max_completion_tokens.
+func Factory(opts ...Option) llm.ProviderFactory {
+	return func(pc llm.ProviderConfig) (llm.Provider, error) {
+		base := []Option{
+			WithName(pc.Provider),
+			WithBaseURL(pc.BaseURL),
+			WithAPIKey(pc.APIKey),
+			WithCompletionArgs(pc.CompletionArgs),
+		}
+		if pc.BaseURL == llm.OpenAIBaseURL {
+			base = append(base, WithMaxCompletionTokens())
+		}
+		return New(append(base, opts...)...)
+	}
+}
+
+// Complete streams one chat completion. The request body is, by rising
+// precedence (Bub's): the completion args; stream_options
+// {include_usage: true}; the managed keys model, messages (as given,
+// content parts included), tools (omitted when there are none),
+// max_tokens (omitted when 0) and stream; reasoning_effort when the call
+// sets one.
+//
+// Text and reasoning ("reasoning_content" or "reasoning" delta fields)
+// reach onDelta as they arrive; tool calls are merged by index and usage is
+// taken from any chunk that carries it. A cancelled ctx returns ctx's
+// error; any other failure is a *bub.Error of kind provider whose details
+// hold the HTTP status_code and the provider's message when there was a
+// response.
+func (p *Provider) Complete(ctx context.Context, call llm.Call, onDelta func(llm.Delta)) (llm.Response, error) {
+	body, err := p.requestBody(call)
+	if err != nil {
+		return llm.Response{}, err
+	}
+	var params oai.ChatCompletionNewParams
+	param.SetJSON(body, &params)
+	var httpResp *http.Response
+	stream := p.chat.NewStreaming(ctx, params, option.WithResponseInto(&httpResp))
+	resp, err := consume(stream, onDelta)
+	if err != nil {
+		if ctx.Err() != nil {
+			return llm.Response{}, ctx.Err()
+		}
+		return llm.Response{}, p.providerError(call.Model, err, httpResp)
+	}
+	return resp, nil
+}

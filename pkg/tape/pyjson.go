@@ -1,0 +1,134 @@
+package tape
+
+import (
+	"math"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+)
+
+// This file renders JSON the way Bub's Python code does with
+// json.dumps(v, ensure_ascii=False): separators ", " and ": ", non-ASCII
+// characters kept, no HTML escaping. Object keys are sorted (Go maps have no
+// insertion order), so the rendering of a value is canonical: encoding a
+// decoded rendering gives the same bytes again.
+
+// appendJSON appends the rendering of v, a normalized JSON value (see
+// jsonValue), to b. Integer types are accepted for convenience; any other
+// type is normalized first and rendered as null if that fails.
+func appendJSON(b []byte, v any) []byte {
+	switch v := v.(type) {
+	case nil:
+		return append(b, "null"...)
+	case bool:
+		return strconv.AppendBool(b, v)
+	case string:
+		return appendString(b, v)
+	case float64:
+		return appendFloat(b, v)
+	case int:
+		return strconv.AppendInt(b, int64(v), 10)
+	case int64:
+		return strconv.AppendInt(b, v, 10)
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b = append(b, '{')
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ", "...)
+			}
+			b = appendString(b, k)
+			b = append(b, ": "...)
+			b = appendJSON(b, v[k])
+		}
+		return append(b, '}')
+	case []any:
+		b = append(b, '[')
+		for i, x := range v {
+			if i > 0 {
+				b = append(b, ", "...)
+			}
+			b = appendJSON(b, x)
+		}
+		return append(b, ']')
+	}
+	jv, err := jsonValue(v)
+	if err != nil {
+		return append(b, "null"...)
+	}
+	return appendJSON(b, jv)
+}
+
+// pyJSON returns the rendering of v as a string.
+func pyJSON(v any) string { return string(appendJSON(nil, v)) }
+
+// appendFloat formats like encoding/json: integral values without a
+// fraction, exponent form only for very small or very large magnitudes.
+// NaN and infinities, which JSON cannot hold, become null.
+func appendFloat(b []byte, f float64) []byte {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return append(b, "null"...)
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// Clean up e-09 to e-9, as encoding/json does.
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString quotes s like Python's json.dumps with ensure_ascii=False.
+// Invalid UTF-8 becomes U+FFFD.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch c {
+			case '"':
+				b = append(b, '\\', '"')
+			case '\\':
+				b = append(b, '\\', '\\')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			default:
+				if c < 0x20 {
+					b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+				} else {
+					b = append(b, c)
+				}
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = utf8.AppendRune(b, utf8.RuneError)
+		} else {
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(b, '"')
+}

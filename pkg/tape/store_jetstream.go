@@ -1,0 +1,862 @@
+package tape
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/bubbus/bub/pkg/subjects"
+)
+
+// This file is the JetStream adapter of the tape store; it is the only file
+// of the package that uses NATS types.
+
+// JetStreamStore is the production [Store]: every tape is the subject
+// names.Tape(tape) of the stream names.TapesStream(), one message per entry
+// (the body is the entry's JSON line, see [WriteJSONL]), and a per-tape
+// [Index] lives in the KV bucket names.TapeIndexBucket() under the key
+// subjects.Token(tape).
+//
+// Writes. Append publishes a batch as a chain in which every message names
+// its predecessor with Nats-Expected-Last-Subject-Sequence, so no other
+// writer can slip an entry into a batch or between batches. The first
+// message bets that the subject ends with the committed entries; the rest
+// are pipelined, each also expecting the stream's last sequence to be its
+// predecessor's (exact while no other tape is written), and fall back to
+// one-by-one publishing when another tape's message gets in between. Every
+// message carries Nats-Msg-Id "<tape token>:<commit key>:<index
+// revision>:<i>:<n>". After the last message is stored the index is
+// updated with a compare-and-set on its KV revision, and only that makes
+// the batch visible: readers read the range the index calls committed and
+// never beyond it.
+//
+// Repair. Messages beyond the committed range are orphans of a writer that
+// crashed, or is still at work, between publishing and committing. The
+// next Append adopts orphans that are a prefix of its own commit id
+// ([WithCommitID]) written from the current index revision, and publishes
+// only the rest. Other orphans were never visible: the writer waits for
+// their writer to commit (until the index changes, at most the grace of
+// [WithOrphanGrace]), then fences the index (a compare-and-set that makes
+// that writer's commit fail) and deletes them. A store serializes appends
+// per tape within its process; writers in other processes stay correct
+// through the checks above, so the grace only decides liveness.
+//
+// Reads cost O(entries read), not O(tape). A LastAnchor query starts at
+// the last anchor's stream sequence taken from the index; AfterAnchor and
+// BetweenAnchors start at the named anchor when it is among the index's
+// [MaxRecentAnchors] newest anchors (an older one costs a scan of the
+// whole tape, and a name the index proves absent costs nothing); a query
+// without anchors reads the whole tape. Up to a few messages are read with
+// direct gets, more with a short-lived ephemeral consumer filtered on the
+// tape subject, started at that sequence and deleted afterwards.
+type JetStreamStore struct {
+	js     jetstream.JetStream
+	names  subjects.Names
+	stream jetstream.Stream
+	kv     jetstream.KeyValue
+	grace  time.Duration // see WithOrphanGrace
+	// locks serializes writers of one tape within this process, striped by
+	// tape name so the set stays bounded.
+	locks [64]sync.Mutex
+}
+
+var (
+	_ Store    = (*JetStreamStore)(nil)
+	_ Archiver = (*JetStreamStore)(nil)
+)
+
+// JetStreamOption configures [NewJetStreamStore].
+type JetStreamOption func(*jsOptions) error
+
+type jsOptions struct {
+	replicas  int
+	provision bool
+	grace     time.Duration
+}
+
+// WithReplicas sets the replica count of the tapes stream and the index
+// bucket when the store creates or updates them (default 1).
+func WithReplicas(n int) JetStreamOption {
+	return func(o *jsOptions) error {
+		if n < 1 || n > 5 {
+			return fmt.Errorf("tape: replicas must be 1-5, got %d", n)
+		}
+		o.replicas = n
+		return nil
+	}
+}
+
+// WithOrphanGrace sets how long an append waits for another writer's
+// uncommitted entries to be committed before it treats that writer as dead
+// and deletes them (default 2s). The wait ends early when the index
+// changes. Safety never depends on it: a writer that is merely slow is
+// fenced and its commit fails.
+func WithOrphanGrace(d time.Duration) JetStreamOption {
+	return func(o *jsOptions) error {
+		if d < 0 {
+			return fmt.Errorf("tape: negative orphan grace %v", d)
+		}
+		o.grace = d
+		return nil
+	}
+}
+
+// WithoutProvisioning makes the store bind to an existing stream and bucket
+// instead of creating or updating them (for clients without the permission
+// to manage streams).
+func WithoutProvisioning() JetStreamOption {
+	return func(o *jsOptions) error {
+		o.provision = false
+		return nil
+	}
+}
+
+// NewJetStreamStore returns a store on js. Unless [WithoutProvisioning] is
+// given it creates or updates, idempotently, the file-backed stream
+// names.TapesStream() (subjects names.TapesAll() and names.TapeArchivesAll())
+// and the KV bucket names.TapeIndexBucket().
+func NewJetStreamStore(ctx context.Context, js jetstream.JetStream, names subjects.Names, opts ...JetStreamOption) (*JetStreamStore, error) {
+	o := jsOptions{replicas: 1, provision: true, grace: 2 * time.Second}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	s := &JetStreamStore{js: js, names: names, grace: o.grace}
+	var err error
+	if o.provision {
+		s.stream, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+			Name:        names.TapesStream(),
+			Description: "Bub tapes: one subject per session, one message per entry",
+			Subjects:    []string{names.TapesAll(), names.TapeArchivesAll()},
+			Retention:   jetstream.LimitsPolicy,
+			Storage:     jetstream.FileStorage,
+			Replicas:    o.replicas,
+			AllowDirect: true,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("creating stream %s: %w", names.TapesStream(), err)
+		}
+		s.kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket:      names.TapeIndexBucket(),
+			Description: "Bub tape index: committed range, anchors, commits, watermarks",
+			History:     1,
+			Storage:     jetstream.FileStorage,
+			Replicas:    o.replicas,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("creating bucket %s: %w", names.TapeIndexBucket(), err)
+		}
+		return s, nil
+	}
+	if s.stream, err = js.Stream(ctx, names.TapesStream()); err != nil {
+		return nil, fmt.Errorf("binding stream %s: %w", names.TapesStream(), err)
+	}
+	if s.kv, err = js.KeyValue(ctx, names.TapeIndexBucket()); err != nil {
+		return nil, fmt.Errorf("binding bucket %s: %w", names.TapeIndexBucket(), err)
+	}
+	return s, nil
+}
+
+// Tuning.
+const (
+	maxAppendAttempts = 8
+	maxReadAttempts   = 4
+	publishWindow     = 512  // async publishes in flight per window
+	fetchChunk        = 1024 // messages per pull request
+	directGetMax      = 8    // reads of at most this many messages use direct gets
+)
+
+// errRetry makes Append or Fetch start over from a fresh index; errWait
+// does the same after waiting for another writer, without counting as a
+// failed attempt.
+var (
+	errRetry = errors.New("tape: retry")
+	errWait  = errors.New("tape: waited for another writer")
+	errTail  = errors.New("tape: unexpected last entry")
+)
+
+func (s *JetStreamStore) lock(tape string) *sync.Mutex {
+	h := fnv.New32a()
+	h.Write([]byte(tape))
+	return &s.locks[h.Sum32()%uint32(len(s.locks))]
+}
+
+// Fetch implements [Reader].
+func (s *JetStreamStore) Fetch(ctx context.Context, tape string, q Query) ([]Entry, error) {
+	for range maxReadAttempts {
+		ix, err := s.Index(ctx, tape)
+		if err != nil {
+			return nil, err
+		}
+		window, err := s.window(ctx, ix, q)
+		if errors.Is(err, errRetry) {
+			continue // the tape changed while we read it
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading tape %q: %w", tape, err)
+		}
+		return q.Apply(window)
+	}
+	return nil, fmt.Errorf("reading tape %q: %w", tape, ErrConflict)
+}
+
+// window reads the committed entries q may select: from the anchor the
+// query starts at (taken from the index) to the end.
+func (s *JetStreamStore) window(ctx context.Context, ix Index, q Query) ([]Entry, error) {
+	if ix.Entries == 0 {
+		return nil, nil
+	}
+	start, firstID := ix.FirstSeq, int64(1)
+	from := func(name string) bool {
+		ref, found, known := ix.findAnchor(name)
+		if found {
+			start, firstID = ref.Seq, ref.ID
+		}
+		return found || !known
+	}
+	switch q.mode() {
+	case sliceLast:
+		ref, ok := ix.LastAnchor()
+		if !ok {
+			return nil, nil // Apply reports the missing anchor
+		}
+		start, firstID = ref.Seq, ref.ID
+	case sliceAfter:
+		if !from(q.afterAnchor) {
+			return nil, nil
+		}
+	case sliceBetween:
+		if !from(q.betweenStart) {
+			return nil, nil
+		}
+	case sliceAll:
+		if q.limited && q.text == "" && !q.dates && len(q.kinds) == 0 {
+			return s.readCommitted(ctx, ix, start, firstID, min(ix.LastID, int64(q.limit)))
+		}
+	}
+	return s.readCommitted(ctx, ix, start, firstID, ix.LastID-firstID+1)
+}
+
+// readCommitted reads count committed entries starting at stream sequence
+// start with entry id firstID, checking that the ids follow each other.
+func (s *JetStreamStore) readCommitted(ctx context.Context, ix Index, start uint64, firstID, count int64) ([]Entry, error) {
+	if count <= 0 {
+		return nil, nil
+	}
+	entries := make([]Entry, 0, count)
+	err := s.scan(ctx, s.names.Tape(ix.Tape), start, ix.Seq, int(count), func(seq uint64, _ string, data []byte) error {
+		e, ok := decodeEntry(data)
+		if !ok || e.ID != firstID+int64(len(entries)) {
+			return errRetry
+		}
+		entries = append(entries, e)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(entries)) != count {
+		return nil, errRetry
+	}
+	return entries, nil
+}
+
+// scan calls fn for each message of subj with start <= sequence <= end, in
+// order, and stops after limit messages when limit > 0. It reads through an
+// ephemeral consumer that it deletes when done.
+func (s *JetStreamStore) scan(ctx context.Context, subj string, start, end uint64, limit int, fn func(seq uint64, msgID string, data []byte) error) error {
+	if start > end {
+		return nil
+	}
+	if limit > 0 && limit <= directGetMax {
+		return s.scanDirect(ctx, subj, start, end, limit, fn)
+	}
+	cons, err := s.stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
+		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:       start,
+		FilterSubject:     subj,
+		AckPolicy:         jetstream.AckNonePolicy,
+		MemoryStorage:     true,
+		Replicas:          1,
+		InactiveThreshold: time.Minute, // only if the delete below is lost
+	})
+	if err != nil {
+		return fmt.Errorf("creating reader: %w", err)
+	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = s.stream.DeleteConsumer(dctx, cons.CachedInfo().Name) // best effort: the inactive threshold cleans up
+	}()
+	n := 0
+	for {
+		want := fetchChunk
+		if limit > 0 {
+			want = min(want, limit-n)
+		}
+		batch, err := cons.FetchNoWait(want)
+		if err != nil {
+			return fmt.Errorf("reading: %w", err)
+		}
+		got := 0
+		for msg := range batch.Messages() {
+			got++
+			md, err := msg.Metadata()
+			if err != nil {
+				return fmt.Errorf("reading: %w", err)
+			}
+			seq := md.Sequence.Stream
+			if seq > end {
+				return nil
+			}
+			if err := fn(seq, msg.Headers().Get(subjects.HeaderMsgID), msg.Data()); err != nil {
+				return err
+			}
+			n++
+			if seq == end || limit > 0 && n == limit {
+				return nil
+			}
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+			return fmt.Errorf("reading: %w", err)
+		}
+		if got == 0 {
+			return nil
+		}
+	}
+}
+
+// scanDirect is scan for a few messages: one direct get per message is
+// cheaper than creating, pulling from and deleting a consumer.
+func (s *JetStreamStore) scanDirect(ctx context.Context, subj string, start, end uint64, limit int, fn func(seq uint64, msgID string, data []byte) error) error {
+	for seq, n := start, 0; n < limit && seq <= end; n++ {
+		m, err := s.stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subj))
+		if errors.Is(err, jetstream.ErrMsgNotFound) || err == nil && m.Sequence > end {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("reading: %w", err)
+		}
+		if err := fn(m.Sequence, m.Header.Get(subjects.HeaderMsgID), m.Data); err != nil {
+			return err
+		}
+		seq = m.Sequence + 1
+	}
+	return nil
+}
+
+// Append implements [Appender].
+func (s *JetStreamStore) Append(ctx context.Context, tape string, entries []Entry, opts ...AppendOption) ([]Entry, error) {
+	o, err := resolveAppendOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	w := s.newWriter(tape, entries, o)
+	mu := s.lock(tape)
+	mu.Lock()
+	defer mu.Unlock()
+	for attempts := 0; attempts < maxAppendAttempts; {
+		stored, err := w.attempt(ctx)
+		if errors.Is(err, errWait) {
+			continue
+		}
+		if errors.Is(err, errRetry) {
+			attempts++
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("appending to tape %q: %w", tape, err)
+		}
+		return stored, nil
+	}
+	return nil, fmt.Errorf("appending to tape %q: %w", tape, ErrConflict)
+}
+
+// writer is one Append call.
+type writer struct {
+	s         *JetStreamStore
+	tape      string
+	subj      string
+	entries   []Entry
+	o         appendOptions
+	commitKey string
+	rev       uint64 // index revision the current attempt started from
+	// The newest foreign orphan seen and when it was first seen.
+	orphanTail   uint64
+	orphanSeenAt time.Time
+}
+
+func (s *JetStreamStore) newWriter(tape string, entries []Entry, o appendOptions) *writer {
+	w := &writer{s: s, tape: tape, subj: s.names.Tape(tape), entries: entries, o: o}
+	if o.commitID != "" {
+		sum := sha256.Sum256([]byte(o.commitID))
+		w.commitKey = hex.EncodeToString(sum[:16])
+	} else {
+		w.commitKey = "~" + rand.Text() // anonymous: never adopted by another call
+	}
+	return w
+}
+
+// msgID names entry i of n of this commit written from index revision
+// w.rev: "<tape token>:<commit key>:<rev>:i:n". The revision makes ids
+// fresh after a fence, so entries published again after their orphans were
+// deleted are not mistaken for duplicates of them.
+func (w *writer) msgID(i, n int) string {
+	return subjects.Token(w.tape) + ":" + w.commitKey + ":" + strconv.FormatUint(w.rev, 10) + ":" +
+		strconv.Itoa(i) + ":" + strconv.Itoa(n)
+}
+
+// attempt runs one optimistic append; errRetry means start over.
+func (w *writer) attempt(ctx context.Context) ([]Entry, error) {
+	s := w.s
+	ix, err := s.Index(ctx, w.tape)
+	if err != nil {
+		return nil, err
+	}
+	w.rev = ix.Revision
+	if w.o.commitID != "" {
+		if c, ok := ix.findCommit(w.o.commitID); ok {
+			return s.readCommitted(ctx, Index{Tape: w.tape, Seq: c.LastSeq}, c.FirstSeq, c.FirstID, int64(c.Count))
+		}
+	}
+	first := ix.LastID + 1
+	if w.o.reset {
+		first = 1
+	}
+	stored, err := numberEntries(w.entries, first)
+	if err != nil {
+		return nil, err
+	}
+	seqs, err := w.write(ctx, ix, stored)
+	if err != nil {
+		return nil, err
+	}
+	nx := ix.next(stored, seqs, w.o)
+	if err := s.putIndex(ctx, nx, ix.Revision); err != nil {
+		return nil, err
+	}
+	// Drop what a reset left behind. Best effort: the entries are already
+	// committed, and leftovers below FirstSeq are never read.
+	if (w.o.reset || ix.Entries == 0) && ix.Seq > 0 {
+		below := nx.Seq + 1
+		if nx.Entries > 0 {
+			below = nx.FirstSeq
+		}
+		_ = s.stream.Purge(ctx, jetstream.WithPurgeSubject(w.subj), jetstream.WithPurgeSequence(below))
+	}
+	return stored, nil
+}
+
+// write publishes stored after the committed entries of ix and returns
+// their stream sequences. It first bets that the subject ends with the
+// committed entries (or is empty after a reset); when the first message
+// finds another tail it looks at the subject's real last message and
+// repairs orphans before trying again.
+func (w *writer) write(ctx context.Context, ix Index, stored []Entry) ([]uint64, error) {
+	if len(stored) == 0 {
+		return nil, nil
+	}
+	tail := ix.Seq
+	if ix.Entries == 0 {
+		tail = 0 // a new tape, or a reset one whose leftovers were purged
+	}
+	seqs, err := w.publish(ctx, stored, 0, len(stored), tail)
+	if !errors.Is(err, errTail) {
+		return seqs, err
+	}
+	if tail, err = w.s.lastSeq(ctx, w.subj); err != nil {
+		return nil, err
+	}
+	if tail > ix.Seq {
+		if seqs, err = w.repair(ctx, ix, tail, stored); err != nil {
+			return nil, err
+		}
+	}
+	more, err := w.publish(ctx, stored, len(seqs), len(stored), tail)
+	if errors.Is(err, errTail) {
+		return nil, errRetry // another writer got there first
+	}
+	return append(seqs, more...), err
+}
+
+// repair handles the orphans in (ix.Seq, last]. When they are a prefix of
+// this very commit written from the current index revision it adopts them: their stored entries replace the first
+// ones of stored and their sequences are returned. Otherwise another writer
+// is at work or died: while the orphans are younger than the grace period
+// (measured from when this call first saw the newest of them, so no clocks
+// are compared) it waits for the index to change and returns errWait; then
+// it fences the index, deletes them and returns errRetry.
+func (w *writer) repair(ctx context.Context, ix Index, last uint64, stored []Entry) ([]uint64, error) {
+	type orphan struct {
+		seq   uint64
+		msgID string
+		entry Entry
+		ok    bool
+	}
+	var orphans []orphan
+	err := w.s.scan(ctx, w.subj, ix.Seq+1, last, 0, func(seq uint64, msgID string, data []byte) error {
+		e, ok := decodeEntry(data)
+		orphans = append(orphans, orphan{seq, msgID, e, ok})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	adopt := len(orphans) <= len(stored)
+	for i, o := range orphans {
+		adopt = adopt && o.ok && o.msgID == w.msgID(i, len(stored)) && o.entry.ID == stored[i].ID
+	}
+	if adopt {
+		seqs := make([]uint64, len(orphans))
+		for i, o := range orphans {
+			stored[i], seqs[i] = o.entry, o.seq
+		}
+		return seqs, nil
+	}
+	if w.orphanTail != last {
+		w.orphanTail, w.orphanSeenAt = last, time.Now()
+	}
+	if wait := w.s.grace - time.Since(w.orphanSeenAt); wait > 0 {
+		if err := w.s.waitIndexChange(ctx, ix, wait); err != nil {
+			return nil, err
+		}
+		return nil, errWait
+	}
+	// Fence first: a live writer of these orphans can no longer commit them.
+	if err := w.s.putIndex(ctx, ix, ix.Revision); err != nil {
+		return nil, err
+	}
+	for _, o := range orphans {
+		if err := w.s.stream.DeleteMsg(ctx, o.seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+			return nil, fmt.Errorf("deleting uncommitted entry at sequence %d: %w", o.seq, err)
+		}
+	}
+	return nil, errRetry
+}
+
+// publish stores batch[from:to] after the subject's message prev, as a
+// checked chain, and returns their stream sequences. errTail means the
+// subject did not end at prev, so nothing was stored. The first message is published synchronously; the following
+// ones are pipelined, each expecting both the stream's and the subject's
+// last sequence to be its predecessor's (exact as long as no other subject
+// is written meanwhile); after the first failed prediction the rest goes
+// one by one, each expecting its predecessor's real sequence.
+func (w *writer) publish(ctx context.Context, batch []Entry, from, to int, prev uint64) ([]uint64, error) {
+	entries, offset, n := batch[from:to], from, len(batch)
+	seqs := make([]uint64, 0, len(entries))
+	msg := func(i int) *nats.Msg {
+		return &nats.Msg{Subject: w.subj, Data: appendEntry(nil, entries[i]), Header: nats.Header{}}
+	}
+	publishOne := func(i int) error {
+		ack, err := w.s.js.PublishMsg(ctx, msg(i),
+			jetstream.WithMsgID(w.msgID(offset+i, n)),
+			jetstream.WithExpectLastSequencePerSubject(prev))
+		if isWrongLastSeq(err) && i == 0 {
+			return errTail
+		}
+		if err != nil {
+			return publishError(err)
+		}
+		if ack.Duplicate {
+			return errRetry
+		}
+		prev = ack.Sequence
+		seqs = append(seqs, prev)
+		return nil
+	}
+	if len(entries) == 0 {
+		return nil, nil
+	}
+	if err := publishOne(0); err != nil {
+		return nil, err
+	}
+	i := 1
+	for pipelined := true; i < len(entries) && pipelined; {
+		end := min(i+publishWindow, len(entries))
+		futures := make([]jetstream.PubAckFuture, 0, end-i)
+		for j := i; j < end; j++ {
+			expect := prev + uint64(j-i)
+			f, err := w.s.js.PublishMsgAsync(msg(j),
+				jetstream.WithMsgID(w.msgID(offset+j, n)),
+				jetstream.WithExpectLastSequence(expect),
+				jetstream.WithExpectLastSequencePerSubject(expect))
+			if err != nil {
+				return nil, fmt.Errorf("publishing: %w", err)
+			}
+			futures = append(futures, f)
+		}
+		failed := false
+		for _, f := range futures {
+			select {
+			case ack := <-f.Ok():
+				if failed || ack.Duplicate {
+					return nil, errRetry // a success after a gap: someone else writes this tape
+				}
+				prev = ack.Sequence
+				seqs = append(seqs, prev)
+				i++
+			case err := <-f.Err():
+				if !isWrongLastSeq(err) {
+					return nil, fmt.Errorf("publishing: %w", err)
+				}
+				failed, pipelined = true, false
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+	}
+	for ; i < len(entries); i++ {
+		if err := publishOne(i); err != nil {
+			return nil, err
+		}
+	}
+	return seqs, nil
+}
+
+func isWrongLastSeq(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) &&
+		(apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}
+
+// publishError maps a failed checked publish: a wrong last sequence means
+// another writer got there first.
+func publishError(err error) error {
+	if isWrongLastSeq(err) {
+		return errRetry
+	}
+	return fmt.Errorf("publishing: %w", err)
+}
+
+// lastSeq returns the stream sequence of the last message of subj, 0 when
+// it has none.
+func (s *JetStreamStore) lastSeq(ctx context.Context, subj string) (uint64, error) {
+	m, err := s.stream.GetLastMsgForSubject(ctx, subj)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("reading last entry: %w", err)
+	}
+	return m.Sequence, nil
+}
+
+// Reset implements [Resetter].
+func (s *JetStreamStore) Reset(ctx context.Context, tape string) error {
+	_, err := s.Append(ctx, tape, nil, WithReset())
+	return err
+}
+
+// List implements [Lister]. It reads every index in one KV watch.
+func (s *JetStreamStore) List(ctx context.Context) ([]string, error) {
+	w, err := s.kv.WatchAll(ctx, jetstream.IgnoreDeletes())
+	if err != nil {
+		return nil, fmt.Errorf("listing tapes: %w", err)
+	}
+	defer w.Stop()
+	var names []string
+	for {
+		select {
+		case e, ok := <-w.Updates():
+			if !ok {
+				return nil, errors.New("listing tapes: watcher closed")
+			}
+			if e == nil {
+				slices.Sort(names)
+				return names, nil
+			}
+			var ix Index
+			if err := json.Unmarshal(e.Value(), &ix); err != nil {
+				return nil, fmt.Errorf("listing tapes: decoding index %s: %w", e.Key(), err)
+			}
+			if ix.Entries > 0 {
+				names = append(names, ix.Tape)
+			}
+		case <-ctx.Done():
+			return nil, fmt.Errorf("listing tapes: %w", ctx.Err())
+		}
+	}
+}
+
+// Index implements [Indexer].
+func (s *JetStreamStore) Index(ctx context.Context, tape string) (Index, error) {
+	e, err := s.kv.Get(ctx, subjects.Token(tape))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return Index{Tape: tape}, nil
+	}
+	if err != nil {
+		return Index{}, fmt.Errorf("reading index of tape %q: %w", tape, err)
+	}
+	return decodeIndex(tape, e)
+}
+
+func decodeIndex(tape string, e jetstream.KeyValueEntry) (Index, error) {
+	ix := Index{Tape: tape}
+	if e.Operation() != jetstream.KeyValuePut {
+		return ix, nil
+	}
+	if err := json.Unmarshal(e.Value(), &ix); err != nil {
+		return Index{}, fmt.Errorf("decoding index of tape %q: %w", tape, err)
+	}
+	ix.Tape, ix.Revision = tape, e.Revision()
+	return ix, nil
+}
+
+// putIndex stores ix if the index is still at revision rev (0: absent).
+// A lost compare-and-set returns errRetry.
+func (s *JetStreamStore) putIndex(ctx context.Context, ix Index, rev uint64) error {
+	b, err := json.Marshal(ix)
+	if err != nil {
+		return fmt.Errorf("encoding index: %w", err)
+	}
+	key := subjects.Token(ix.Tape)
+	if rev == 0 {
+		_, err = s.kv.Create(ctx, key, b)
+	} else {
+		_, err = s.kv.Update(ctx, key, b, rev)
+	}
+	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		return errRetry
+	}
+	if err != nil {
+		return fmt.Errorf("writing index: %w", err)
+	}
+	return nil
+}
+
+// waitIndexChange returns when the index of ix.Tape has a revision other
+// than ix.Revision, or after d.
+func (s *JetStreamStore) waitIndexChange(ctx context.Context, ix Index, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	w, err := s.kv.Watch(ctx, subjects.Token(ix.Tape))
+	if err != nil {
+		return fmt.Errorf("watching index: %w", err)
+	}
+	defer w.Stop()
+	for {
+		select {
+		case e, ok := <-w.Updates():
+			if !ok || e != nil && e.Revision() != ix.Revision {
+				return nil
+			}
+		case <-timer.C:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// WaitWatermark implements [Indexer] with a KV watcher on the tape's index
+// key: no polling.
+func (s *JetStreamStore) WaitWatermark(ctx context.Context, tape, key string, atLeast uint64) (Index, error) {
+	ix, err := s.Index(ctx, tape)
+	if err != nil || ix.reached(key, atLeast) {
+		return ix, err
+	}
+	w, err := s.kv.Watch(ctx, subjects.Token(tape))
+	if err != nil {
+		return ix, waitError(tape, key, atLeast, ix, err)
+	}
+	defer w.Stop()
+	for {
+		select {
+		case e, ok := <-w.Updates():
+			if !ok {
+				return ix, waitError(tape, key, atLeast, ix, errors.New("watcher closed"))
+			}
+			if e == nil {
+				continue // end of the initial values
+			}
+			if ix, err = decodeIndex(tape, e); err != nil {
+				return ix, err
+			}
+			if ix.reached(key, atLeast) {
+				return ix, nil
+			}
+		case <-ctx.Done():
+			return ix, waitError(tape, key, atLeast, ix, ctx.Err())
+		}
+	}
+}
+
+// Archive implements [Archiver]: it publishes entries to the subject
+// names.TapeArchive(tape) and returns "<stream>:<subject>:<first>-<last>"
+// (stream sequences; "0-0" for an empty archive).
+func (s *JetStreamStore) Archive(ctx context.Context, tape string, entries []Entry) (string, error) {
+	subj := s.names.TapeArchive(tape)
+	var first, last uint64
+	for i := 0; i < len(entries); i += publishWindow {
+		batch := entries[i:min(i+publishWindow, len(entries))]
+		futures := make([]jetstream.PubAckFuture, len(batch))
+		for j, e := range batch {
+			n, err := normalize(e)
+			if err != nil {
+				return "", fmt.Errorf("archiving tape %q: %w", tape, err)
+			}
+			if futures[j], err = s.js.PublishMsgAsync(&nats.Msg{Subject: subj, Data: appendEntry(nil, n)}); err != nil {
+				return "", fmt.Errorf("archiving tape %q: %w", tape, err)
+			}
+		}
+		for _, f := range futures {
+			select {
+			case ack := <-f.Ok():
+				if first == 0 {
+					first = ack.Sequence
+				}
+				last = ack.Sequence
+			case err := <-f.Err():
+				return "", fmt.Errorf("archiving tape %q: %w", tape, err)
+			case <-ctx.Done():
+				return "", fmt.Errorf("archiving tape %q: %w", tape, ctx.Err())
+			}
+		}
+	}
+	return fmt.Sprintf("%s:%s:%d-%d", s.names.TapesStream(), subj, first, last), nil
+}
+
+// ReadArchive implements [Archiver].
+func (s *JetStreamStore) ReadArchive(ctx context.Context, location string) ([]Entry, error) {
+	bad := fmt.Errorf("reading archive %q: %w", location, ErrBadLocation)
+	parts := strings.Split(location, ":")
+	if len(parts) != 3 || parts[0] != s.names.TapesStream() ||
+		!strings.HasPrefix(parts[1], strings.TrimSuffix(s.names.TapeArchivesAll(), ">")) {
+		return nil, bad
+	}
+	lo, hi, ok := strings.Cut(parts[2], "-")
+	first, err1 := strconv.ParseUint(lo, 10, 64)
+	last, err2 := strconv.ParseUint(hi, 10, 64)
+	if !ok || err1 != nil || err2 != nil || first > last {
+		return nil, bad
+	}
+	var entries []Entry
+	if first == 0 {
+		return entries, nil
+	}
+	err := s.scan(ctx, parts[1], first, last, 0, func(_ uint64, _ string, data []byte) error {
+		if e, ok := decodeEntry(data); ok {
+			entries = append(entries, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading archive %q: %w", location, err)
+	}
+	return entries, nil
+}

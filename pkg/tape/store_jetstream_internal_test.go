@@ -1,0 +1,306 @@
+package tape
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/bubbus/bub/internal/natstest"
+	"github.com/bubbus/bub/pkg/subjects"
+)
+
+var internalPrefixes atomic.Int64
+
+// jsFixture is one embedded server with a fresh deployment prefix.
+type jsFixture struct {
+	srv   *natstest.Server
+	names subjects.Names
+}
+
+func newFixture(t *testing.T) jsFixture {
+	t.Helper()
+	names, err := subjects.New(fmt.Sprintf("i%d", internalPrefixes.Add(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jsFixture{srv: natstest.Start(t), names: names}
+}
+
+// store returns a store on a new connection, as another process would
+// have.
+func (f jsFixture) store(t *testing.T, opts ...JetStreamOption) *JetStreamStore {
+	t.Helper()
+	_, js := f.srv.JetStream(t)
+	s, err := NewJetStreamStore(t.Context(), js, f.names, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func userMsg(text string) Entry {
+	return MessageEntry(map[string]any{"role": "user", "content": text})
+}
+
+func contents(t *testing.T, entries []Entry) []string {
+	t.Helper()
+	var out []string
+	for _, e := range entries {
+		out = append(out, fmt.Sprintf("%d:%v", e.ID, e.Payload["content"]))
+	}
+	return out
+}
+
+func wantContents(t *testing.T, s Store, tape string, want ...string) {
+	t.Helper()
+	got, err := s.Fetch(t.Context(), tape, All())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := contents(t, got); !slices.Equal(c, want) {
+		t.Fatalf("tape %q holds %q, want %q", tape, c, want)
+	}
+}
+
+// crash publishes batch[:n] of a commit the way Append does and stops
+// before committing, like a writer that died.
+func crash(t *testing.T, s *JetStreamStore, tape string, batch []Entry, n int, opts ...AppendOption) []uint64 {
+	t.Helper()
+	o, err := resolveAppendOptions(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, err := s.Index(t.Context(), tape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := numberEntries(batch, ix.LastID+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := s.lastSeq(t.Context(), s.names.Tape(tape))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := s.newWriter(tape, batch, o)
+	w.rev = ix.Revision
+	seqs, err := w.publish(t.Context(), stored, 0, n, last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seqs
+}
+
+func TestJetStreamAdoptsOrphansOfTheSameCommit(t *testing.T) {
+	s := newFixture(t).store(t)
+	ctx := t.Context()
+	if _, err := s.Append(ctx, "t", []Entry{userMsg("first")}); err != nil {
+		t.Fatal(err)
+	}
+	batch := []Entry{userMsg("a"), userMsg("b"), userMsg("c")}
+	for i := range batch {
+		batch[i].Date = "2024-01-01T00:00:0" + fmt.Sprint(i) + "+00:00"
+	}
+	crash(t, s, "t", batch, 2, WithCommitID("run-1"))
+	wantContents(t, s, "t", "1:first") // uncommitted entries stay invisible
+
+	retry := slices.Clone(batch)
+	for i := range retry {
+		retry[i].Date = "2025-01-01T00:00:00+00:00"
+	}
+	stored, err := s.Append(ctx, "t", retry, WithCommitID("run-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dates := []string{stored[0].Date, stored[1].Date, stored[2].Date}
+	if want := []string{batch[0].Date, batch[1].Date, retry[2].Date}; !slices.Equal(dates, want) {
+		t.Fatalf("dates %q, want the two adopted entries then the new one %q", dates, want)
+	}
+	wantContents(t, s, "t", "1:first", "2:a", "3:b", "4:c")
+
+	// A crash after the whole batch but before the commit.
+	crash(t, s, "t", []Entry{userMsg("d")}, 1, WithCommitID("run-2"))
+	if _, err := s.Append(ctx, "t", []Entry{userMsg("d")}, WithCommitID("run-2")); err != nil {
+		t.Fatal(err)
+	}
+	wantContents(t, s, "t", "1:first", "2:a", "3:b", "4:c", "5:d")
+}
+
+func TestJetStreamDeletesOrphansOfOtherWriters(t *testing.T) {
+	f := newFixture(t)
+	s := f.store(t, WithOrphanGrace(0))
+	ctx := t.Context()
+	if _, err := s.Append(ctx, "t", []Entry{userMsg("first")}); err != nil {
+		t.Fatal(err)
+	}
+	crash(t, s, "t", []Entry{userMsg("x"), userMsg("y"), userMsg("z")}, 2, WithCommitID("run-x"))
+	_, js := f.srv.JetStream(t)
+	if _, err := js.Publish(ctx, f.names.Tape("t"), []byte("not an entry")); err != nil {
+		t.Fatal(err)
+	}
+	wantContents(t, s, "t", "1:first")
+	if got, err := s.Fetch(ctx, "t", All().Limit(5)); err != nil || len(got) != 1 {
+		t.Fatalf("limited read past the committed range: %v, %v", contents(t, got), err)
+	}
+
+	stored, err := s.Append(ctx, "t", []Entry{userMsg("b"), userMsg("c")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := contents(t, stored); !slices.Equal(got, []string{"2:b", "3:c"}) {
+		t.Fatalf("stored %q", got)
+	}
+	wantContents(t, s, "t", "1:first", "2:b", "3:c")
+	// run-x never committed, so it is recorded now, in full.
+	if _, err := s.Append(ctx, "t", []Entry{userMsg("x"), userMsg("y"), userMsg("z")}, WithCommitID("run-x")); err != nil {
+		t.Fatal(err)
+	}
+	wantContents(t, s, "t", "1:first", "2:b", "3:c", "4:x", "5:y", "6:z")
+}
+
+func TestJetStreamWaitsForALiveWriter(t *testing.T) {
+	f := newFixture(t)
+	a, b := f.store(t), f.store(t, WithOrphanGrace(time.Minute))
+	ctx := t.Context()
+	if _, err := a.Append(ctx, "t", []Entry{userMsg("first")}); err != nil {
+		t.Fatal(err)
+	}
+	run := []Entry{userMsg("a1"), userMsg("a2"), userMsg("a3")}
+	crash(t, a, "t", run, 2, WithCommitID("run-a")) // a is "still publishing"
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Append(ctx, "t", []Entry{userMsg("b")})
+		done <- err
+	}()
+	if _, err := a.Append(ctx, "t", run, WithCommitID("run-a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	wantContents(t, a, "t", "1:first", "2:a1", "3:a2", "4:a3", "5:b")
+}
+
+func TestJetStreamWritersOnTwoConnectionsNeverInterleave(t *testing.T) {
+	f := newFixture(t)
+	stores := []*JetStreamStore{f.store(t), f.store(t)}
+	const batches, size = 12, 4
+	var wg sync.WaitGroup
+	errs := make(chan error, len(stores))
+	for w, s := range stores {
+		wg.Go(func() {
+			for b := range batches {
+				batch := make([]Entry, size)
+				for i := range batch {
+					batch[i] = userMsg(fmt.Sprintf("w%d-b%d-%d", w, b, i))
+				}
+				if _, err := s.Append(t.Context(), "t", batch); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	got, err := stores[0].Fetch(t.Context(), "t", All())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(stores)*batches*size {
+		t.Fatalf("%d entries, want %d", len(got), len(stores)*batches*size)
+	}
+	for i := 0; i < len(got); i += size {
+		prefix := got[i].Payload["content"].(string)
+		prefix = prefix[:len(prefix)-1]
+		for j, e := range got[i : i+size] {
+			if e.ID != int64(i+j+1) || e.Payload["content"] != fmt.Sprintf("%s%d", prefix, j) {
+				t.Fatalf("entry %d is %d:%v, want %d:%s%d", i+j, e.ID, e.Payload["content"], i+j+1, prefix, j)
+			}
+		}
+	}
+}
+
+func TestJetStreamRecoversFromAnInterruptedReset(t *testing.T) {
+	s := newFixture(t).store(t)
+	ctx := t.Context()
+	if _, err := s.Append(ctx, "t", []Entry{userMsg("old1"), userMsg("old2")}); err != nil {
+		t.Fatal(err)
+	}
+	// The reset committed its index but died before purging the entries.
+	ix, err := s.Index(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.putIndex(ctx, ix.next(nil, nil, appendOptions{reset: true}), ix.Revision); err != nil {
+		t.Fatal(err)
+	}
+	wantContents(t, s, "t")
+	if _, err := s.Append(ctx, "t", []Entry{userMsg("new")}); err != nil {
+		t.Fatal(err)
+	}
+	wantContents(t, s, "t", "1:new")
+	info, err := s.stream.Info(ctx, jetstream.WithSubjectFilter(s.names.Tape("t")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := info.State.Subjects[s.names.Tape("t")]; n != 1 {
+		t.Fatalf("%d messages left on the tape subject, want 1 (the leftovers purged)", n)
+	}
+}
+
+func TestJetStreamReadsLeaveNoConsumers(t *testing.T) {
+	s := newFixture(t).store(t)
+	ctx := t.Context()
+	batch := make([]Entry, 40)
+	for i := range batch {
+		batch[i] = userMsg(fmt.Sprint(i))
+	}
+	batch[5] = Anchor("a", nil)
+	if _, err := s.Append(ctx, "t", batch); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []Query{All(), All().LastAnchor(), All().Limit(2), All().Kinds(KindAnchor)} {
+		if _, err := s.Fetch(ctx, "t", q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	info, err := s.stream.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Consumers != 0 {
+		t.Fatalf("%d consumers left after reads", info.State.Consumers)
+	}
+}
+
+func TestJetStreamStoreRebinds(t *testing.T) {
+	f := newFixture(t)
+	if _, err := f.store(t).Append(t.Context(), "t", []Entry{userMsg("kept")}); err != nil {
+		t.Fatal(err)
+	}
+	wantContents(t, f.store(t, WithoutProvisioning()), "t", "1:kept")
+
+	_, js := f.srv.JetStream(t)
+	other, err := subjects.New("unprovisioned")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewJetStreamStore(t.Context(), js, other, WithoutProvisioning()); err == nil {
+		t.Fatal("binding to a missing stream succeeded")
+	}
+	for _, opt := range []JetStreamOption{WithReplicas(0), WithOrphanGrace(-time.Second)} {
+		if _, err := NewJetStreamStore(t.Context(), js, other, opt); err == nil {
+			t.Fatal("invalid option accepted")
+		}
+	}
+}

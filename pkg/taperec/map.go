@@ -1,0 +1,136 @@
+package taperec
+
+import (
+	"time"
+
+	"github.com/bubbus/bub/pkg/bub"
+	"github.com/bubbus/bub/pkg/events"
+	"github.com/bubbus/bub/pkg/llm"
+	"github.com/bubbus/bub/pkg/tape"
+)
+
+// Names of the custom tape events with a special meaning.
+const (
+	// EventHandoff records an anchor plus a "handoff" event (Bub's
+	// handoff); its data is {name, state}.
+	EventHandoff = "handoff"
+	// EventReset empties the tape before the rest of the run's entries and
+	// hands off "session/start" (Bub's tape.reset); its data is
+	// {archive: bool}. The recorder adds the archive location to the
+	// anchor state as "archived".
+	EventReset = "tape.reset"
+)
+
+// Batch is what one event contributes to its run's tape entries.
+type Batch struct {
+	Entries []tape.Entry
+	// Reset empties the tape before Entries; Archive keeps a copy first.
+	Reset, Archive bool
+}
+
+// Map returns the entries the TapeRecorder writes for an event payload
+// (as decoded by events.DecodePayload), stamped with the run id and the
+// event time. Events the recorder does not record give an empty batch.
+func Map(payload any, runID string, at time.Time) Batch {
+	meta := map[string]any{"run_id": runID}
+	date := tape.FormatDate(at)
+	ev := func(name string, data map[string]any, m map[string]any) Batch {
+		e := tape.Event(name, data, m)
+		e.Date = date
+		return Batch{Entries: []tape.Entry{e}}
+	}
+	switch p := payload.(type) {
+	case *events.RunStartedData:
+		data := map[string]any{"model": p.Model, "prompt": contentValue(p.Prompt)}
+		for _, k := range []string{"allowed_skills", "allowed_tools"} {
+			data[k] = p.Metadata[k]
+		}
+		return ev("loop.start", data, meta)
+	case *events.StepStartedData:
+		return ev("loop.step.start", map[string]any{"step": p.Step, "prompt": contentValue(p.Prompt)}, meta)
+	case *events.StepFinishedData:
+		data := map[string]any{"step": p.Step, "elapsed_ms": p.ElapsedMS, "status": p.Status, "date": date}
+		if p.Error != nil {
+			data["error"] = p.Error.Message
+		}
+		return ev("loop.step", data, meta)
+	case *events.ChatFinishedData:
+		entries := tape.ChatEntries(tape.ChatRecord{
+			RunID:        runID,
+			SystemPrompt: p.SystemPrompt,
+			ContextError: bubError(p.ContextError),
+			NewMessages:  p.NewMessages,
+			ToolCalls:    p.ToolCalls,
+			ToolResults:  p.ToolResults,
+			Error:        bubError(p.Error),
+			ResponseText: p.ResponseText,
+			Provider:     p.Provider,
+			Model:        p.Model,
+			Usage:        p.Usage,
+			Date:         at,
+		})
+		return Batch{Entries: entries}
+	case *events.CommandFinishedData:
+		return ev("command", map[string]any{
+			"raw": p.Command, "name": p.Name, "status": p.Status,
+			"elapsed_ms": p.ElapsedMS, "output": p.Output, "date": date,
+		}, meta)
+	case *events.RunFinishedData:
+		data := map[string]any{"status": p.Status, "steps": p.Steps, "duration_ms": p.DurationMS}
+		if p.Error != nil {
+			data["error"] = p.Error.Message
+		}
+		return ev("loop.finish", data, meta)
+	case *events.HookDecisionData:
+		data := map[string]any{"plugin": p.Plugin, "remote": p.Remote, "hook": p.Hook, "action": p.Action, "duration_ms": p.DurationMS}
+		if p.Detail != nil {
+			data["detail"] = p.Detail
+		}
+		if p.Error != nil {
+			data["error"] = p.Error.Message
+		}
+		return ev("hook.decision", data, map[string]any{"run_id": runID, "context": false})
+	case *events.TapeEventData:
+		return tapeEvent(p, meta, date)
+	}
+	return Batch{}
+}
+
+func tapeEvent(p *events.TapeEventData, meta map[string]any, date string) Batch {
+	stamp := func(es ...tape.Entry) []tape.Entry {
+		for i := range es {
+			es[i].Date = date
+		}
+		return es
+	}
+	switch p.Name {
+	case EventHandoff:
+		name, _ := p.Data["name"].(string)
+		state, _ := p.Data["state"].(map[string]any)
+		return Batch{Entries: stamp(tape.HandoffEntries(name, state, []map[string]any{meta})...)}
+	case EventReset:
+		archive, _ := p.Data["archive"].(bool)
+		start := tape.HandoffEntries("session/start", map[string]any{"owner": "human"}, []map[string]any{meta})
+		return Batch{Reset: true, Archive: archive, Entries: stamp(start...)}
+	}
+	data := p.Data
+	if data == nil {
+		data = map[string]any{}
+	}
+	return Batch{Entries: stamp(tape.Event(p.Name, data, meta))}
+}
+
+// contentValue is a prompt as Bub stores it: the text, or the part list.
+func contentValue(c llm.Content) any {
+	if c.Parts != nil {
+		return c.Parts
+	}
+	return c.Text
+}
+
+func bubError(e *events.ErrorData) *bub.Error {
+	if e == nil {
+		return nil
+	}
+	return &bub.Error{Kind: bub.Kind(e.Kind), Message: e.Message, Details: e.Details}
+}

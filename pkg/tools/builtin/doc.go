@@ -1,0 +1,25 @@
+// Package builtin provides Bub's builtin tools: bash, bash.output and
+// bash.kill (shell processes), fs.read, fs.write and fs.edit (confined to
+// the workspace), web.fetch, and the command-only help, model,
+// reasoning_effort and quit.
+//
+// Start with [Register], which adds them to a [tools.Registry] given
+// [Options]; the worker owns the [Shells] manager it passes there and
+// closes it on shutdown. Tools are plain [tools.Tool] values: run them
+// with [tools.Invoke] for Bub's argument validation and error
+// normalization.
+//
+// File tools resolve relative paths against the workspace of the
+// [tools.Context] and refuse any path that leaves it — "..", absolute
+// paths elsewhere, or symbolic links resolving elsewhere — with an
+// invalid_input error naming the path; files are then opened through an
+// [os.Root] so a link swapped in meanwhile cannot escape either. bash is
+// not confined: it starts in the workspace but runs whatever it is given.
+//
+// The package is Unix-only (process groups and signals).
+//
+// Looking for the tool model, the registry or comma-command parsing? See
+// package tools. For where tool calls run inside a turn see package agent.
+// The tape.*, skill, subagent and spill.read tools join in files of their
+// own, each one more entry in the list of tool groups Register walks.
+package builtin

@@ -1,0 +1,106 @@
+package builtin
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/bubbus/bub/pkg/bub"
+	"github.com/bubbus/bub/pkg/tools"
+)
+
+// HelpText is what the help command prints.
+const HelpText = "Commands use ',' at line start.\n" +
+	"Known internal commands:\n" +
+	"  ,help\n" +
+	"  ,skill name=foo\n" +
+	"  ,tape.info\n" +
+	"  ,tape.search query=error\n" +
+	"  ,tape.handoff name=phase-1 summary='done'\n" +
+	"  ,tape.anchors\n" +
+	"  ,fs.read path=README.md\n" +
+	"  ,fs.write path=tmp.txt content='hello'\n" +
+	"  ,fs.edit path=tmp.txt old=hello new=world\n" +
+	"  ,bash cmd='sleep 5' background=true\n" +
+	"  ,bash.output shell_id=bash-12345678\n" +
+	"  ,bash.kill shell_id=bash-12345678\n" +
+	"  ,quit\n" +
+	"Any unknown command after ',' is executed as shell via bash."
+
+var errNoState = errors.New("no session state in the tool context")
+
+// sessionTools are the hidden command-only tools. model and
+// reasoning_effort only change the turn state; the caller records the
+// model_switch / reasoning_effort_switch tape event that carries the
+// change to later turns.
+func sessionTools(opts Options) []tools.Tool {
+	return []tools.Tool{
+		{
+			Name:        "help",
+			Description: "Show a help message.",
+			Hidden:      true,
+			Handler: func(context.Context, *tools.Context, map[string]any) (any, error) {
+				return HelpText, nil
+			},
+		},
+		withParams(tools.Tool{
+			Name:            "model",
+			Description:     "Switch the model for this session from the next turn on. Invoke as ,model <provider:model>.",
+			Hidden:          true,
+			RequiresContext: true,
+			Handler: func(_ context.Context, tc *tools.Context, args map[string]any) (any, error) {
+				id, err := setState(tc, bub.StateModel, "model_id", args)
+				if err != nil {
+					return nil, err
+				}
+				return "Session model set to " + id + " (applies from the next turn).", nil
+			},
+		},
+			param{name: "model_id", typ: "string", description: "A provider:model string, e.g. openai:gpt-4o.", required: true},
+		),
+		withParams(tools.Tool{
+			Name:            "reasoning_effort",
+			Description:     "Set the reasoning effort for this session starting from the next turn.",
+			Hidden:          true,
+			RequiresContext: true,
+			Handler: func(_ context.Context, tc *tools.Context, args map[string]any) (any, error) {
+				effort, err := setState(tc, bub.StateReasoningEffort, "reasoning_effort", args)
+				if err != nil {
+					return nil, err
+				}
+				return "Session reasoning effort set to " + effort + " (applies from the next turn).", nil
+			},
+		},
+			param{name: "reasoning_effort", typ: "string", description: "e.g. low, medium or high.", required: true},
+		),
+		{
+			Name:            "quit",
+			Description:     "Abort the tasks of the current session. DO NOT use it in a normal workflow.",
+			Hidden:          true,
+			RequiresContext: true,
+			Handler: func(ctx context.Context, tc *tools.Context, _ map[string]any) (any, error) {
+				session := tc.Session()
+				opts.Shells.TerminateSession(session)
+				if opts.Quit != nil {
+					if err := opts.Quit(ctx, session); err != nil {
+						return nil, err
+					}
+				}
+				return "Session tasks stopped.", nil
+			},
+		},
+	}
+}
+
+// setState stores the trimmed argument arg under key in the turn state.
+func setState(tc *tools.Context, key, arg string, args map[string]any) (string, error) {
+	v := strings.TrimSpace(stringArg(args, arg))
+	if v == "" {
+		return "", errors.New(arg + " must not be empty")
+	}
+	if tc.State == nil {
+		return "", errNoState
+	}
+	tc.State.Set(key, v)
+	return v, nil
+}

@@ -1,0 +1,326 @@
+package builtin
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// ErrShellsClosed reports a shell start after [Shells.Close].
+var ErrShellsClosed = errors.New("shells closed")
+
+// Defaults of a [Shells] manager.
+const (
+	defaultTermGrace  = 3 * time.Second // SIGTERM to SIGKILL (Bub's bash.kill)
+	defaultDrainGrace = 1 * time.Second // exit to giving up on output a leftover child holds open
+	defaultMaxOutput  = 16 << 20        // bytes of output kept per shell
+	truncatedNote     = "\n[output truncated: %d bytes dropped]"
+)
+
+// Shells runs the processes of the bash tools and tracks them by id
+// ("bash-<8 hex>"), each tagged with the session that started it. Each
+// shell runs in its own process group, so terminating it also stops the
+// commands it started. A worker creates one Shells, passes it to
+// [Register] in [Options], and calls [Shells.Close] when it shuts down.
+// It is safe for concurrent use.
+type Shells struct {
+	shell      string   // path of bash, else sh
+	env        []string // nil: inherit the worker's environment
+	termGrace  time.Duration
+	drainGrace time.Duration
+	maxOutput  int
+
+	wg sync.WaitGroup // reader and waiter goroutines of every shell
+
+	mu     sync.Mutex
+	shells map[string]*shell
+	closed bool
+}
+
+// ShellsOption configures [NewShells].
+type ShellsOption func(*Shells) error
+
+// WithShell runs commands with the given shell binary ("<shell> -c <cmd>")
+// instead of bash (or sh when bash is missing).
+func WithShell(path string) ShellsOption {
+	return func(s *Shells) error {
+		p, err := exec.LookPath(path)
+		if err != nil {
+			return fmt.Errorf("shell %q: %w", path, err)
+		}
+		s.shell = p
+		return nil
+	}
+}
+
+// WithEnv gives every command exactly env ("KEY=value" entries) instead of
+// the worker's environment — the way to keep the worker's secrets away
+// from model-run commands.
+func WithEnv(env []string) ShellsOption {
+	return func(s *Shells) error {
+		s.env = append([]string{}, env...)
+		return nil
+	}
+}
+
+// WithMaxOutput caps the output kept per shell (default 16 MiB); later
+// output is dropped and a note says how much.
+func WithMaxOutput(bytes int) ShellsOption {
+	return func(s *Shells) error {
+		if bytes <= 0 {
+			return fmt.Errorf("max output must be positive, not %d", bytes)
+		}
+		s.maxOutput = bytes
+		return nil
+	}
+}
+
+// NewShells returns an empty manager that runs commands with bash (sh when
+// bash is missing).
+func NewShells(opts ...ShellsOption) (*Shells, error) {
+	s := &Shells{
+		termGrace:  defaultTermGrace,
+		drainGrace: defaultDrainGrace,
+		maxOutput:  defaultMaxOutput,
+		shells:     map[string]*shell{},
+	}
+	for _, name := range []string{"bash", "sh"} {
+		if p, err := exec.LookPath(name); err == nil {
+			s.shell = p
+			break
+		}
+	}
+	for _, opt := range opts {
+		if err := opt(s); err != nil {
+			return nil, fmt.Errorf("new shells: %w", err)
+		}
+	}
+	if s.shell == "" {
+		return nil, errors.New("new shells: neither bash nor sh found")
+	}
+	return s, nil
+}
+
+// shell is one started command.
+type shell struct {
+	id      string
+	session string
+	pid     int
+	out     *output
+	reader  *os.File      // read end of the output pipe
+	exited  chan struct{} // closed once the process was reaped; code is set
+	drained chan struct{} // closed once the reader stopped
+	code    int           // exit code, -N when killed by signal N
+}
+
+func (sh *shell) hasExited() bool {
+	select {
+	case <-sh.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// start runs cmd in cwd ("" = the worker's directory) for session.
+func (s *Shells) start(cmd, cwd, session string) (*shell, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("start shell: %w", err)
+	}
+	c := exec.Command(s.shell, "-c", cmd)
+	c.Dir, c.Env = cwd, s.env
+	c.Stdout, c.Stderr = w, w // one pipe: stdout and stderr in read order
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		r.Close()
+		w.Close()
+		return nil, ErrShellsClosed
+	}
+	err = c.Start()
+	w.Close()
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("start shell: %w", err)
+	}
+	sh := &shell{
+		id:      s.newID(),
+		session: session,
+		pid:     c.Process.Pid,
+		out:     &output{max: s.maxOutput},
+		reader:  r,
+		exited:  make(chan struct{}),
+		drained: make(chan struct{}),
+	}
+	s.shells[sh.id] = sh
+	s.wg.Go(func() {
+		_, _ = io.Copy(sh.out, r) // ends at EOF, or when finalize closes r
+		close(sh.drained)
+	})
+	s.wg.Go(func() {
+		_ = c.Wait() // the exit status is read from ProcessState
+		sh.code = exitCode(c.ProcessState)
+		close(sh.exited)
+	})
+	return sh, nil
+}
+
+// newID returns an unused "bash-<8 hex>"; s.mu must be held.
+func (s *Shells) newID() string {
+	for {
+		b := make([]byte, 4)
+		_, _ = rand.Read(b) // crypto/rand.Read never fails
+		id := "bash-" + hex.EncodeToString(b)
+		if _, taken := s.shells[id]; !taken {
+			return id
+		}
+	}
+}
+
+func exitCode(ps *os.ProcessState) int {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return -int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
+
+// get returns the shell with id, or the error "unknown shell id: <id>".
+func (s *Shells) get(id string) (*shell, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sh, ok := s.shells[id]
+	if !ok {
+		return nil, fmt.Errorf("unknown shell id: %s", id)
+	}
+	return sh, nil
+}
+
+// forget drops the shell from the manager.
+func (s *Shells) forget(sh *shell) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.shells, sh.id)
+}
+
+// finalize waits for an exited shell's output: until the pipe closes, or
+// at most the drain grace when a leftover child still holds it open.
+func (s *Shells) finalize(sh *shell) {
+	<-sh.exited
+	t := time.NewTimer(s.drainGrace)
+	defer t.Stop()
+	select {
+	case <-sh.drained:
+	case <-t.C:
+	}
+	sh.reader.Close()
+	<-sh.drained
+}
+
+// terminate stops the shells' process groups (SIGTERM, then SIGKILL after
+// the grace period for those still running) and finalizes them.
+func (s *Shells) terminate(shells ...*shell) {
+	signal := func(sig syscall.Signal) {
+		for _, sh := range shells {
+			if !sh.hasExited() {
+				// The group, and the shell itself should it have left it.
+				// ESRCH only means it exited meanwhile.
+				_ = syscall.Kill(-sh.pid, sig)
+				_ = syscall.Kill(sh.pid, sig)
+			}
+		}
+	}
+	signal(syscall.SIGTERM)
+	deadline := time.NewTimer(s.termGrace)
+	defer deadline.Stop()
+	for _, sh := range shells {
+		select {
+		case <-sh.exited:
+		case <-deadline.C:
+			signal(syscall.SIGKILL)
+			<-sh.exited
+		}
+	}
+	for _, sh := range shells {
+		s.finalize(sh)
+	}
+}
+
+// TerminateSession terminates and forgets every shell the session started
+// and returns how many there were.
+func (s *Shells) TerminateSession(session string) int {
+	var mine []*shell
+	s.mu.Lock()
+	for id, sh := range s.shells {
+		if sh.session == session {
+			mine = append(mine, sh)
+			delete(s.shells, id)
+		}
+	}
+	s.mu.Unlock()
+	s.terminate(mine...)
+	return len(mine)
+}
+
+// Len returns the number of shells the manager tracks.
+func (s *Shells) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.shells)
+}
+
+// Close terminates every shell, refuses new ones and waits until all of
+// their goroutines ended. It may be called more than once.
+func (s *Shells) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	all := make([]*shell, 0, len(s.shells))
+	for id, sh := range s.shells {
+		all = append(all, sh)
+		delete(s.shells, id)
+	}
+	s.mu.Unlock()
+	s.terminate(all...)
+	s.wg.Wait()
+	return nil
+}
+
+// output collects a shell's output up to a limit.
+type output struct {
+	mu      sync.Mutex
+	buf     []byte
+	max     int
+	dropped int
+}
+
+// Write keeps what fits and counts the rest; it never fails, so the
+// process never blocks on a full pipe.
+func (o *output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	keep := min(len(p), o.max-len(o.buf))
+	o.buf = append(o.buf, p[:keep]...)
+	o.dropped += len(p) - keep
+	return len(p), nil
+}
+
+// String returns the output so far as UTF-8 text.
+func (o *output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	text := strings.ToValidUTF8(string(o.buf), "\uFFFD")
+	if o.dropped > 0 {
+		text += fmt.Sprintf(truncatedNote, o.dropped)
+	}
+	return text
+}
