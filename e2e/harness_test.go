@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/bubbus/bub/internal/natstest"
 )
 
 var (
@@ -203,23 +205,8 @@ func post(t *testing.T, base string, body any, wait string) (int, reply) {
 	return resp.StatusCode, r
 }
 
-// eventually polls cond every 20ms until it holds or within passes; cond
-// returns whether it holds and, when not, what is still missing.
+// eventually is natstest.Eventually.
 func eventually(t *testing.T, within time.Duration, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.NewTimer(within)
-	defer deadline.Stop()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		ok, missing := cond()
-		if ok {
-			return
-		}
-		select {
-		case <-deadline.C:
-			t.Fatalf("not within %v: %s", within, missing)
-		case <-tick.C:
-		}
-	}
+	natstest.Eventually(t, within, cond)
 }

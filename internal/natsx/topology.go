@@ -31,7 +31,9 @@ type Topology struct {
 	WorkerAckWait time.Duration
 	// WorkerMaxDeliver bounds inbound deliveries before dead-lettering (5).
 	WorkerMaxDeliver int
-	// RecorderAckWait is the recorder's ack wait on lifecycle events (2m).
+	// RecorderAckWait is the recorder's ack wait on lifecycle events (30s):
+	// after a recorder crash, the events of unfinished runs come back to
+	// the next recorder this long afterwards.
 	RecorderAckWait time.Duration
 	// TurnTTL is how long a turn registry entry lives without a heartbeat
 	// (30s).
@@ -57,7 +59,7 @@ func (t Topology) withDefaults() Topology {
 	if t.WorkerMaxDeliver == 0 {
 		t.WorkerMaxDeliver = 5
 	}
-	def(&t.RecorderAckWait, 2*time.Minute)
+	def(&t.RecorderAckWait, 30*time.Second)
 	def(&t.TurnTTL, 30*time.Second)
 	return t
 }

@@ -34,7 +34,8 @@ type Config struct {
 	// IdleRun is how long a run may go without events before it is
 	// recorded as interrupted (10m).
 	IdleRun time.Duration
-	// Sweep is the period of in-progress acks and idle checks (20s).
+	// Sweep is the period of in-progress acks and idle checks (10s); it
+	// must be shorter than the recorder consumer's ack wait.
 	Sweep time.Duration
 }
 
@@ -46,7 +47,7 @@ func (c Config) withDefaults() Config {
 		c.IdleRun = 10 * time.Minute
 	}
 	if c.Sweep <= 0 {
-		c.Sweep = 20 * time.Second
+		c.Sweep = 10 * time.Second
 	}
 	return c
 }

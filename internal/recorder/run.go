@@ -21,6 +21,24 @@ type lane struct {
 	r    *Recorder
 	in   chan jetstream.Msg
 	runs map[string]*run // by run id
+	// done remembers recently committed runs, so a late duplicate of one
+	// of their events is recognised (bounded: oldest forgotten first).
+	done      map[string]bool
+	doneOrder []string
+}
+
+const maxDone = 4096
+
+func (l *lane) markDone(id string) {
+	if l.done == nil {
+		l.done = map[string]bool{}
+	}
+	l.done[id] = true
+	l.doneOrder = append(l.doneOrder, id)
+	if len(l.doneOrder) > maxDone {
+		delete(l.done, l.doneOrder[0])
+		l.doneOrder = l.doneOrder[1:]
+	}
 }
 
 // run buffers the events of one run until it finishes.
@@ -32,6 +50,7 @@ type run struct {
 	items    []item
 	seen     map[string]bool // event ids
 	last     time.Time
+	finished int64 // seq of RunFinished, 0 until it arrived
 }
 
 // item is one buffered event.
@@ -50,6 +69,7 @@ func (l *lane) loop(ctx context.Context) {
 		select {
 		case msg, ok := <-l.in:
 			if !ok {
+				l.handBack()
 				return
 			}
 			l.handle(ctx, msg)
@@ -60,7 +80,6 @@ func (l *lane) loop(ctx context.Context) {
 }
 
 func (l *lane) handle(ctx context.Context, msg jetstream.Msg) {
-	log := l.r.log
 	ev, err := events.Decode(msg.Headers(), msg.Data())
 	if err != nil {
 		l.reject(ctx, msg, dlq.ReasonUndecodable, err)
@@ -91,6 +110,10 @@ func (l *lane) handle(ctx context.Context, msg jetstream.Msg) {
 		_ = msg.Ack()
 		return
 	}
+	if l.done[runID] {
+		l.duplicate(ctx, session, md.Sequence.Stream, msg)
+		return
+	}
 	rn := l.runs[runID]
 	if rn == nil {
 		rn = &run{id: runID, session: session, seen: map[string]bool{}}
@@ -109,10 +132,54 @@ func (l *lane) handle(ctx context.Context, msg jetstream.Msg) {
 		rn.inbound = uintOf(p.Metadata["inbound_seq"])
 		l.supersede(ctx, rn)
 	case *events.RunFinishedData:
+		rn.finished = events.Seq(ev)
+	}
+	if rn.complete() {
 		l.commit(ctx, rn)
 		delete(l.runs, runID)
 	}
-	_ = log
+}
+
+// duplicate acknowledges a late copy of an event of a committed run and
+// moves the events watermark past it.
+func (l *lane) duplicate(ctx context.Context, session string, stream uint64, msg jetstream.Msg) {
+	if _, err := l.r.store.Append(ctx, session, nil, tape.WithWatermark(WatermarkEvents, stream)); err != nil {
+		l.r.log.Warn("recorder.watermark_failed", "session", session, "err", err)
+		_ = msg.NakWithDelay(time.Second)
+		return
+	}
+	_ = msg.Ack()
+}
+
+// complete reports whether the run finished and every event up to its
+// RunFinished arrived: the bridge numbers a run's events 1, 2, 3, … so a
+// gap means an event is still to be (re)delivered, and committing then
+// would leave half a run on the tape.
+func (rn *run) complete() bool {
+	if rn.finished == 0 {
+		return false
+	}
+	have := make(map[int64]bool, len(rn.items))
+	for _, it := range rn.items {
+		have[it.seq] = true
+	}
+	for s := int64(1); s <= rn.finished; s++ {
+		if !have[s] {
+			return false
+		}
+	}
+	return true
+}
+
+// handBack returns every held, uncommitted event to the stream at once
+// (on shutdown), so the next recorder gets them without waiting for the
+// ack wait to expire.
+func (l *lane) handBack() {
+	for _, rn := range l.runs {
+		for _, m := range rn.heldMsgs() {
+			_ = m.Nak()
+		}
+	}
 }
 
 // replaceHandle keeps the newest delivery of a redelivered event (acking
@@ -159,6 +226,12 @@ func (l *lane) sweep(ctx context.Context) {
 // interrupt drops a run's buffered entries and records only that it was
 // interrupted, so no partial turn enters later context.
 func (l *lane) interrupt(ctx context.Context, rn *run, reason, supersededBy string) {
+	if l.committed(ctx, rn) {
+		for _, it := range rn.items {
+			l.duplicate(ctx, rn.session, it.stream, it.msg)
+		}
+		return
+	}
 	data := map[string]any{"run_id": rn.id, "reason": reason, "events": len(rn.items)}
 	if supersededBy != "" {
 		data["superseded_by"] = supersededBy
@@ -172,6 +245,21 @@ func (l *lane) interrupt(ctx context.Context, rn *run, reason, supersededBy stri
 	msgs := rn.heldMsgs()
 	l.r.log.Warn("recorder.run_interrupted", "run", rn.id, "session", rn.session, "reason", reason)
 	l.commitWith(ctx, rn, msgs)
+}
+
+// committed reports whether the tape already holds the run (its events
+// are late duplicates seen by a recorder that restarted since).
+func (l *lane) committed(ctx context.Context, rn *run) bool {
+	ix, err := l.r.store.Index(ctx, rn.session)
+	if err != nil {
+		return false
+	}
+	for _, c := range ix.Commits {
+		if c.ID == rn.id {
+			return true
+		}
+	}
+	return false
 }
 
 func (rn *run) heldMsgs() []jetstream.Msg {
@@ -229,6 +317,7 @@ func (l *lane) commitWith(ctx context.Context, rn *run, msgs []jetstream.Msg) {
 	for _, m := range msgs {
 		_ = m.Ack()
 	}
+	l.markDone(rn.id)
 }
 
 // archive copies the tape before a reset and returns where to.

@@ -16,6 +16,7 @@ import (
 	"github.com/bubbus/bub/pkg/llm"
 	"github.com/bubbus/bub/pkg/tape"
 	"github.com/bubbus/bub/pkg/taperec"
+	"github.com/bubbus/bub/pkg/tools"
 )
 
 // RunAgent implements builtin.Runner: it runs the agent for a turn's model
@@ -52,6 +53,9 @@ func (rt *Runtime) RunAgent(ctx context.Context, in hooks.RunModelInput) (hooks.
 		Model:     in.State.String(bub.StateModel),
 		Tape:      rtape,
 		Bus:       bus,
+		ToolContext: func(tc *tools.Context) {
+			tc.Tape = rtape
+		},
 		Metadata: map[string]any{
 			"envelope_id": t.in.Envelope.ID,
 			"inbound_seq": t.in.StreamSeq,
@@ -140,7 +144,11 @@ type runTape struct {
 	err error // the first failure to apply an event to the fork
 }
 
-var _ agent.Tape = (*runTape)(nil)
+var (
+	_ agent.Tape        = (*runTape)(nil)
+	_ tools.Tape        = (*runTape)(nil)
+	_ events.TapeWriter = (*runTape)(nil)
+)
 
 // record is the local TapeRecorder: it applies each emitted event to the
 // fork exactly as the recorder will apply it to the tape.
@@ -251,4 +259,29 @@ func runStream(ctx context.Context, run func(ctx context.Context, emit func(llm.
 			yield(llm.Delta{}, err)
 		}
 	}
+}
+
+// Info summarizes the tape as the run sees it.
+func (r *runTape) Info(ctx context.Context) (tape.Info, error) { return r.tape.Info(ctx) }
+
+// Search runs tape.search over the run's view.
+func (r *runTape) Search(ctx context.Context, s tape.Search) (tape.SearchResult, error) {
+	return r.tape.Search(ctx, s)
+}
+
+// Anchors lists the last anchors of the run's view.
+func (r *runTape) Anchors(ctx context.Context, limit int) ([]tape.AnchorSummary, error) {
+	return r.tape.Anchors(ctx, limit)
+}
+
+// Reset records a tape reset; the recorder applies it (and archives) when
+// it commits the run, and the run's own view is reset at once.
+func (r *runTape) Reset(ctx context.Context, archive bool) (string, error) {
+	if err := r.AppendEvent(ctx, taperec.EventReset, map[string]any{"archive": archive}); err != nil {
+		return "", err
+	}
+	if archive {
+		return "Archived: " + r.rt.o.Names.TapeArchive(r.session) + " (written when this run is recorded)", nil
+	}
+	return "ok", nil
 }

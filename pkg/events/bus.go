@@ -40,9 +40,12 @@ type handler struct {
 	// name identifies the registration in errors: the registered type and
 	// the handler function.
 	name string
-	// call runs the handler when ev matches its type, and reports whether
-	// it did.
-	call func(ctx context.Context, ev Event) (matched bool, err error)
+	// exact is the registered type when it is concrete, nil for an
+	// interface; dispatch skips a concrete handler of another type without
+	// calling it.
+	exact reflect.Type
+	// call runs the handler when ev matches its type.
+	call func(ctx context.Context, ev Event) error
 }
 
 // sink is one registration made by [Bus.OnEmitted].
@@ -64,15 +67,19 @@ func On[T Event](b *Bus, h func(ctx context.Context, ev T) error) (off func()) {
 	if h == nil {
 		panic("events: On called with a nil handler")
 	}
+	typ := reflect.TypeFor[T]()
 	r := &handler{
-		name: fmt.Sprintf("On[%s] %s", reflect.TypeFor[T](), funcName(h)),
-		call: func(ctx context.Context, ev Event) (bool, error) {
+		name: fmt.Sprintf("On[%s] %s", typ, funcName(h)),
+		call: func(ctx context.Context, ev Event) error {
 			t, ok := ev.(T)
 			if !ok {
-				return false, nil
+				return nil
 			}
-			return true, h(ctx, t)
+			return h(ctx, t)
 		},
+	}
+	if typ.Kind() != reflect.Interface {
+		r.exact = typ
 	}
 	b.update(func(s *handlerSet) { s.handlers = append(s.handlers, r) })
 	return func() { b.update(func(s *handlerSet) { s.handlers = without(s.handlers, r) }) }
@@ -150,8 +157,12 @@ func Emit[E Event](ctx context.Context, b *Bus, ev E) (E, error) {
 
 func (s *handlerSet) dispatch(ctx context.Context, ev Event) error {
 	var err error
+	typ := reflect.TypeOf(ev)
 	stopper, _ := ev.(Stopper)
 	for i, h := range s.handlers {
+		if h.exact != nil && h.exact != typ {
+			continue
+		}
 		if stopper != nil && stopper.Stopped() {
 			break
 		}
@@ -172,7 +183,7 @@ func (h *handler) run(ctx context.Context, index int, ev Event) (err error) {
 			err = &HandlerError{Handler: h.name, Index: index, Event: ev, Err: &PanicError{Value: r, Stack: debug.Stack()}}
 		}
 	}()
-	if _, err := h.call(ctx, ev); err != nil {
+	if err := h.call(ctx, ev); err != nil {
 		return &HandlerError{Handler: h.name, Index: index, Event: ev, Err: err}
 	}
 	return nil

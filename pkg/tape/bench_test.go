@@ -45,6 +45,9 @@ func BenchmarkReadMessages(b *testing.B) {
 			}
 		}
 		tp := tape.New(s, "bench", tape.Context{})
+		if _, err := tp.ReadMessages(b.Context()); err != nil { // warm up
+			b.Fatal(err)
+		}
 		b.Run(fmt.Sprintf("entries=%d", n), func(b *testing.B) {
 			for b.Loop() {
 				msgs, err := tp.ReadMessages(b.Context())

@@ -20,7 +20,9 @@
 //     read-your-writes: the recorder appends with [WithWatermark] and a
 //     worker waits, with a deadline, until the watermark covers the events
 //     it needs.
-//   - [Fork], the per-run overlay a worker reads and writes during a turn.
+//   - [Fork], the per-run overlay a worker reads and writes during a turn;
+//     it answers queries exactly like a store holding parent + pending
+//     entries and passes the same suite.
 //   - [Tape] with [Context]: ReadMessages, Info, Anchors, Search, Handoff,
 //     EnsureBootstrapAnchor, Reset, AppendEvent.
 //   - [WriteJSONL] and [ReadJSONL] for Bub's tape file format.
@@ -31,11 +33,14 @@
 //
 // Decisions where Bub is silent or this port differs: a text query matches
 // non-ASCII text (Bub's ASCII-escaped rendering never does); tape.search
-// has no fuzzy matching; all JSON is rendered like Python's
+// has no fuzzy matching and its output keeps non-ASCII text; a Fork
+// filters its pending entries like a store would (Bub's applies only
+// Kinds to them); all JSON is rendered like Python's
 // json.dumps(ensure_ascii=False) but with sorted object keys; numbers are
 // float64 (integers beyond 2^53 lose precision).
 //
-// Looking for the writer of tapes? See the recorder (internal/recorder),
-// which maps lifecycle events to entries. For the tape.* tools see package
-// tools/builtin. For every NATS name used here see package subjects.
+// Looking for the writer of tapes? See internal/recorder, and package
+// taperec for how lifecycle events map to entries. For the tape.* tools see
+// package tools/builtin. For every NATS name used here see package
+// subjects.
 package tape

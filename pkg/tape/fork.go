@@ -41,9 +41,10 @@ type Fork struct {
 type overlay struct {
 	entries    []Entry
 	reset      bool
-	base       int64 // id before the first pending entry
-	based      bool  // base is set
-	commits    map[string][]Entry
+	base       int64              // id before the first pending entry
+	based      bool               // base is set
+	commits    map[string][]Entry // by commit id, for replays
+	refs       []CommitRef        // the same commits in order, for the index
 	watermarks map[string]uint64
 	revision   uint64
 }
@@ -85,6 +86,7 @@ func (f *Fork) WasReset(tape string) bool {
 type view struct {
 	entries    []Entry // never modified in place
 	reset      bool
+	refs       []CommitRef
 	watermarks map[string]uint64
 	revision   uint64
 	changed    <-chan struct{}
@@ -95,7 +97,7 @@ func (f *Fork) view(tape string) view {
 	defer f.mu.Unlock()
 	v := view{changed: f.changed}
 	if ov := f.tapes[tape]; ov != nil {
-		v.entries, v.reset, v.revision = ov.entries, ov.reset, ov.revision
+		v.entries, v.reset, v.revision, v.refs = ov.entries, ov.reset, ov.revision, slices.Clone(ov.refs)
 		v.watermarks = maps.Clone(ov.watermarks)
 	}
 	return v
@@ -183,7 +185,7 @@ func (f *Fork) Append(ctx context.Context, tape string, entries []Entry, opts ..
 		return cloneEntries(prior), nil
 	}
 	if o.reset {
-		ov.entries, ov.reset, ov.base, ov.based = nil, true, 0, true
+		ov.entries, ov.reset, ov.base, ov.based, ov.refs = nil, true, 0, true, nil
 		clear(ov.commits)
 	}
 	if !ov.based {
@@ -200,6 +202,11 @@ func (f *Fork) Append(ctx context.Context, tape string, entries []Entry, opts ..
 	ov.entries = append(slices.Clip(ov.entries), stored...)
 	if o.commitID != "" {
 		ov.commits[o.commitID] = stored
+		ref := CommitRef{ID: o.commitID, Count: len(stored)}
+		if len(stored) > 0 {
+			ref.FirstID = stored[0].ID
+		}
+		ov.refs = append(ov.refs, ref)
 	}
 	for k, v := range o.watermarks {
 		ov.watermarks[k] = max(ov.watermarks[k], v)
@@ -239,8 +246,8 @@ func (f *Fork) List(ctx context.Context) ([]string, error) {
 }
 
 // Index implements [Indexer]: the parent's index extended by the pending
-// entries (whose anchors have Seq 0) and the fork's watermarks; Seq and
-// FirstSeq stay the parent's.
+// entries (whose anchors and commits have Seq 0), the fork's commits and
+// its watermarks; Seq and FirstSeq stay the parent's.
 func (f *Fork) Index(ctx context.Context, tape string) (Index, error) {
 	v := f.view(tape)
 	pix, err := f.parent.Index(ctx, tape)
@@ -253,6 +260,10 @@ func (f *Fork) Index(ctx context.Context, tape string) (Index, error) {
 func (v view) index(pix Index) Index {
 	ix := pix.next(v.entries, make([]uint64, len(v.entries)), appendOptions{reset: v.reset, watermarks: v.watermarks})
 	ix.Seq, ix.FirstSeq, ix.Revision = pix.Seq, pix.FirstSeq, pix.Revision+v.revision
+	ix.Commits = append(ix.Commits, v.refs...)
+	if n := len(ix.Commits); n > MaxCommits {
+		ix.Commits = ix.Commits[n-MaxCommits:]
+	}
 	return ix
 }
 

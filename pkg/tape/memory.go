@@ -85,7 +85,7 @@ func (s *MemoryStore) Append(ctx context.Context, tape string, entries []Entry, 
 	defer s.mu.Unlock()
 	t := s.tape(tape)
 	if o.commitID != "" {
-		if c, ok := t.index.findCommit(o.commitID); ok {
+		if c, ok := t.index.Commit(o.commitID); ok {
 			if c.Count == 0 {
 				return []Entry{}, nil
 			}

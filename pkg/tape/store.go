@@ -236,8 +236,10 @@ func (ix Index) findAnchor(name string) (ref AnchorRef, found, known bool) {
 	return AnchorRef{}, false, int64(len(ix.RecentAnchors)) >= ix.Anchors
 }
 
-// findCommit returns the commit with id.
-func (ix Index) findCommit(id string) (CommitRef, bool) {
+// Commit returns the remembered commit with id, for example to skip work
+// that must happen only once per commit (such as archiving before a reset
+// that is committed with it).
+func (ix Index) Commit(id string) (CommitRef, bool) {
 	for _, c := range ix.Commits {
 		if c.ID == id {
 			return c, true

@@ -60,14 +60,22 @@ import (
 // [MaxRecentAnchors] newest anchors (an older one costs a scan of the
 // whole tape, and a name the index proves absent costs nothing); a query
 // without anchors reads the whole tape. Up to a few messages are read with
-// direct gets, more with a short-lived ephemeral consumer filtered on the
-// tape subject, started at that sequence and deleted afterwards.
+// one message get each, more with a short-lived ephemeral consumer filtered
+// on the tape subject, started at that sequence and deleted afterwards. The
+// stream does not allow direct gets, which replicas may answer stale; KV
+// reads of the index may be, so the store retries an index older than one
+// it has already seen.
 type JetStreamStore struct {
 	js     jetstream.JetStream
 	names  subjects.Names
 	stream jetstream.Stream
 	kv     jetstream.KeyValue
 	grace  time.Duration // see WithOrphanGrace
+	// seen holds the newest index revision this store has observed per
+	// tape, so that an index read served stale by a lagging replica (KV
+	// gets may be answered by any replica) is detected and retried.
+	seenMu sync.Mutex
+	seen   map[string]uint64
 	// locks serializes writers of one tape within this process, striped by
 	// tape name so the set stays bounded.
 	locks [64]sync.Mutex
@@ -135,7 +143,7 @@ func NewJetStreamStore(ctx context.Context, js jetstream.JetStream, names subjec
 			return nil, err
 		}
 	}
-	s := &JetStreamStore{js: js, names: names, grace: o.grace}
+	s := &JetStreamStore{js: js, names: names, grace: o.grace, seen: map[string]uint64{}}
 	var err error
 	if o.provision {
 		s.stream, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
@@ -145,7 +153,9 @@ func NewJetStreamStore(ctx context.Context, js jetstream.JetStream, names subjec
 			Retention:   jetstream.LimitsPolicy,
 			Storage:     jetstream.FileStorage,
 			Replicas:    o.replicas,
-			AllowDirect: true,
+			// No direct gets: followers may serve them stale, and the few
+			// single-message reads must see every committed entry.
+			AllowDirect: false,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("creating stream %s: %w", names.TapesStream(), err)
@@ -177,7 +187,7 @@ const (
 	maxReadAttempts   = 4
 	publishWindow     = 512  // async publishes in flight per window
 	fetchChunk        = 1024 // messages per pull request
-	directGetMax      = 8    // reads of at most this many messages use direct gets
+	smallReadMax      = 8    // reads of at most this many messages use message gets
 )
 
 // errRetry makes Append or Fetch start over from a fresh index; errWait
@@ -282,8 +292,8 @@ func (s *JetStreamStore) scan(ctx context.Context, subj string, start, end uint6
 	if start > end {
 		return nil
 	}
-	if limit > 0 && limit <= directGetMax {
-		return s.scanDirect(ctx, subj, start, end, limit, fn)
+	if limit > 0 && limit <= smallReadMax {
+		return s.scanByGets(ctx, subj, start, end, limit, fn)
 	}
 	cons, err := s.stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
 		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
@@ -340,9 +350,9 @@ func (s *JetStreamStore) scan(ctx context.Context, subj string, start, end uint6
 	}
 }
 
-// scanDirect is scan for a few messages: one direct get per message is
+// scanByGets is scan for a few messages: one message get per message is
 // cheaper than creating, pulling from and deleting a consumer.
-func (s *JetStreamStore) scanDirect(ctx context.Context, subj string, start, end uint64, limit int, fn func(seq uint64, msgID string, data []byte) error) error {
+func (s *JetStreamStore) scanByGets(ctx context.Context, subj string, start, end uint64, limit int, fn func(seq uint64, msgID string, data []byte) error) error {
 	for seq, n := start, 0; n < limit && seq <= end; n++ {
 		m, err := s.stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subj))
 		if errors.Is(err, jetstream.ErrMsgNotFound) || err == nil && m.Sequence > end {
@@ -429,7 +439,7 @@ func (w *writer) attempt(ctx context.Context) ([]Entry, error) {
 	}
 	w.rev = ix.Revision
 	if w.o.commitID != "" {
-		if c, ok := ix.findCommit(w.o.commitID); ok {
+		if c, ok := ix.Commit(w.o.commitID); ok {
 			return s.readCommitted(ctx, Index{Tape: w.tape, Seq: c.LastSeq}, c.FirstSeq, c.FirstID, int64(c.Count))
 		}
 	}
@@ -695,18 +705,38 @@ func (s *JetStreamStore) List(ctx context.Context) ([]string, error) {
 
 // Index implements [Indexer].
 func (s *JetStreamStore) Index(ctx context.Context, tape string) (Index, error) {
-	e, err := s.kv.Get(ctx, subjects.Token(tape))
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return Index{Tape: tape}, nil
+	for range maxReadAttempts {
+		ix := Index{Tape: tape}
+		e, err := s.kv.Get(ctx, subjects.Token(tape))
+		switch {
+		case err == nil:
+			if ix, err = decodeIndex(tape, e); err != nil {
+				return Index{}, err
+			}
+		case !errors.Is(err, jetstream.ErrKeyNotFound):
+			return Index{}, fmt.Errorf("reading index of tape %q: %w", tape, err)
+		}
+		if s.observe(ix) {
+			return ix, nil
+		}
 	}
-	if err != nil {
-		return Index{}, fmt.Errorf("reading index of tape %q: %w", tape, err)
+	return Index{}, fmt.Errorf("reading index of tape %q: replicas keep answering an old revision: %w", tape, ErrConflict)
+}
+
+// observe records ix's revision and reports whether it is at least the
+// newest one this store has seen for the tape.
+func (s *JetStreamStore) observe(ix Index) bool {
+	s.seenMu.Lock()
+	defer s.seenMu.Unlock()
+	if ix.Revision < s.seen[ix.Tape] {
+		return false
 	}
-	return decodeIndex(tape, e)
+	s.seen[ix.Tape] = ix.Revision
+	return true
 }
 
 func decodeIndex(tape string, e jetstream.KeyValueEntry) (Index, error) {
-	ix := Index{Tape: tape}
+	ix := Index{Tape: tape, Revision: e.Revision()}
 	if e.Operation() != jetstream.KeyValuePut {
 		return ix, nil
 	}
@@ -726,9 +756,9 @@ func (s *JetStreamStore) putIndex(ctx context.Context, ix Index, rev uint64) err
 	}
 	key := subjects.Token(ix.Tape)
 	if rev == 0 {
-		_, err = s.kv.Create(ctx, key, b)
+		rev, err = s.kv.Create(ctx, key, b)
 	} else {
-		_, err = s.kv.Update(ctx, key, b, rev)
+		rev, err = s.kv.Update(ctx, key, b, rev)
 	}
 	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 		return errRetry
@@ -736,6 +766,8 @@ func (s *JetStreamStore) putIndex(ctx context.Context, ix Index, rev uint64) err
 	if err != nil {
 		return fmt.Errorf("writing index: %w", err)
 	}
+	ix.Revision = rev
+	s.observe(ix)
 	return nil
 }
 
@@ -787,6 +819,7 @@ func (s *JetStreamStore) WaitWatermark(ctx context.Context, tape, key string, at
 			if ix, err = decodeIndex(tape, e); err != nil {
 				return ix, err
 			}
+			s.observe(ix)
 			if ix.reached(key, atLeast) {
 				return ix, nil
 			}

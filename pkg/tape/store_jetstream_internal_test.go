@@ -1,6 +1,7 @@
 package tape
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -302,5 +303,21 @@ func TestJetStreamStoreRebinds(t *testing.T) {
 		if _, err := NewJetStreamStore(t.Context(), js, other, opt); err == nil {
 			t.Fatal("invalid option accepted")
 		}
+	}
+}
+
+func TestJetStreamRetriesAStaleIndex(t *testing.T) {
+	s := newFixture(t).store(t)
+	if _, err := s.Append(t.Context(), "t", []Entry{userMsg("x")}); err != nil {
+		t.Fatal(err)
+	}
+	ix, err := s.Index(t.Context(), "t")
+	if err != nil || ix.Revision == 0 {
+		t.Fatalf("index %+v, %v", ix, err)
+	}
+	// Pretend this store saw a newer revision than any replica can serve.
+	s.observe(Index{Tape: "t", Revision: ix.Revision + 100})
+	if _, err := s.Index(t.Context(), "t"); !errors.Is(err, ErrConflict) {
+		t.Fatalf("stale index read: %v, want ErrConflict", err)
 	}
 }

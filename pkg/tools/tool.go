@@ -98,6 +98,8 @@ type Context struct {
 	// Workspace is the directory file tools are confined to; empty means
 	// State's workspace.
 	Workspace string
+	// Tape is the session tape; nil when the call has none.
+	Tape Tape
 }
 
 // WorkspaceDir returns Workspace, else the state's workspace, else "".

@@ -167,6 +167,16 @@ func testCommitID(t *testing.T, s tape.Store) {
 	}
 	mustAppend(t, s, "t", []tape.Entry{msg("d")}, tape.WithCommitID("run-2"))
 	wantIDs(t, "tape", mustFetch(t, s, "t", tape.All()), 1, 2, 3, 4)
+	ix, err := s.Index(ctxT(t), "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := ix.Commit("run-1"); !ok || c.FirstID != 2 || c.Count != 2 {
+		t.Fatalf("Index.Commit(run-1) = %+v, %v; want first id 2, count 2", c, ok)
+	}
+	if _, ok := ix.Commit("run-9"); ok {
+		t.Fatal("Index.Commit found a commit that never happened")
+	}
 	// Commit ids are per tape.
 	wantIDs(t, "other tape", mustAppend(t, s, "u", []tape.Entry{msg("a")}, tape.WithCommitID("run-1")), 1)
 	// An empty commit is remembered too.

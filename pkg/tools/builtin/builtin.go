@@ -27,7 +27,7 @@ type Options struct {
 
 // toolsets lists the builtin tool groups, one per file. A group added in
 // its own file (tape.*, skill, subagent, spill.read) is one more entry.
-var toolsets = []func(Options) []tools.Tool{shellTools, fsTools, webTools, sessionTools}
+var toolsets = []func(Options) []tools.Tool{shellTools, fsTools, webTools, sessionTools, tapeTools}
 
 // Register adds the builtin tools to reg. It fails when opts.Shells is
 // nil or a tool cannot be registered (e.g. its name is taken).

@@ -30,9 +30,9 @@ const HelpText = "Commands use ',' at line start.\n" +
 var errNoState = errors.New("no session state in the tool context")
 
 // sessionTools are the hidden command-only tools. model and
-// reasoning_effort only change the turn state; the caller records the
-// model_switch / reasoning_effort_switch tape event that carries the
-// change to later turns.
+// reasoning_effort change the turn state and record a model_switch /
+// reasoning_effort_switch tape event, which carries the change to later
+// turns.
 func sessionTools(opts Options) []tools.Tool {
 	return []tools.Tool{
 		{
@@ -48,8 +48,8 @@ func sessionTools(opts Options) []tools.Tool {
 			Description:     "Switch the model for this session from the next turn on. Invoke as ,model <provider:model>.",
 			Hidden:          true,
 			RequiresContext: true,
-			Handler: func(_ context.Context, tc *tools.Context, args map[string]any) (any, error) {
-				id, err := setState(tc, bub.StateModel, "model_id", args)
+			Handler: func(ctx context.Context, tc *tools.Context, args map[string]any) (any, error) {
+				id, err := setState(ctx, tc, bub.StateModel, "model_id", "model_switch", "model", args)
 				if err != nil {
 					return nil, err
 				}
@@ -63,8 +63,8 @@ func sessionTools(opts Options) []tools.Tool {
 			Description:     "Set the reasoning effort for this session starting from the next turn.",
 			Hidden:          true,
 			RequiresContext: true,
-			Handler: func(_ context.Context, tc *tools.Context, args map[string]any) (any, error) {
-				effort, err := setState(tc, bub.StateReasoningEffort, "reasoning_effort", args)
+			Handler: func(ctx context.Context, tc *tools.Context, args map[string]any) (any, error) {
+				effort, err := setState(ctx, tc, bub.StateReasoningEffort, "reasoning_effort", "reasoning_effort_switch", "reasoning_effort", args)
 				if err != nil {
 					return nil, err
 				}
@@ -92,8 +92,9 @@ func sessionTools(opts Options) []tools.Tool {
 	}
 }
 
-// setState stores the trimmed argument arg under key in the turn state.
-func setState(tc *tools.Context, key, arg string, args map[string]any) (string, error) {
+// setState stores the trimmed argument arg under key in the turn state and
+// records the tape event event {field: value} when the call has a tape.
+func setState(ctx context.Context, tc *tools.Context, key, arg, event, field string, args map[string]any) (string, error) {
 	v := strings.TrimSpace(stringArg(args, arg))
 	if v == "" {
 		return "", errors.New(arg + " must not be empty")
@@ -102,5 +103,10 @@ func setState(tc *tools.Context, key, arg string, args map[string]any) (string, 
 		return "", errNoState
 	}
 	tc.State.Set(key, v)
+	if tc.Tape != nil {
+		if err := tc.Tape.AppendEvent(ctx, event, map[string]any{field: v}); err != nil {
+			return "", err
+		}
+	}
 	return v, nil
 }

@@ -1,0 +1,279 @@
+package recorder_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/bubbus/bub/internal/natstest"
+	"github.com/bubbus/bub/internal/natsx"
+	"github.com/bubbus/bub/internal/recorder"
+	"github.com/bubbus/bub/pkg/events"
+	"github.com/bubbus/bub/pkg/llm"
+	"github.com/bubbus/bub/pkg/subjects"
+	"github.com/bubbus/bub/pkg/tape"
+	"github.com/bubbus/bub/pkg/taperec"
+)
+
+type fixture struct {
+	js    jetstream.JetStream
+	names subjects.Names
+	store *tape.JetStreamStore
+	state jetstream.KeyValue
+}
+
+func setup(t *testing.T) *fixture {
+	t.Helper()
+	s := natstest.Start(t)
+	_, js := s.JetStream(t)
+	names := subjects.Default()
+	ctx := context.Background()
+	if err := natsx.EnsureTopology(ctx, js, names, natsx.Topology{}); err != nil {
+		t.Fatal(err)
+	}
+	store, err := tape.NewJetStreamStore(ctx, js, names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state, err := js.KeyValue(ctx, names.StateBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{js: js, names: names, store: store, state: state}
+}
+
+// startRecorder runs a recorder until the returned stop is called.
+func (f *fixture) startRecorder(t *testing.T, cfg recorder.Config) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := recorder.New(cfg, f.js, f.names, f.store, f.state, nil)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := r.Run(ctx); err != nil {
+			t.Errorf("recorder: %v", err)
+		}
+	})
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
+	t.Cleanup(stop)
+	return stop
+}
+
+// runEvents builds the events of one plain run answering envelope env.
+type runEvents struct {
+	id, session, env string
+	inbound          uint64
+	list             []events.Event
+}
+
+func newRun(session, env string, inbound uint64, prompt, answer string) *runEvents {
+	r := &runEvents{id: events.NewID(), session: session, env: env, inbound: inbound}
+	meta := events.Meta{RunID: r.id, SessionID: session}
+	text := answer
+	r.list = []events.Event{
+		&events.RunStarted{Meta: meta, Prompt: llm.Text(prompt), Model: "echo:echo",
+			Metadata: map[string]any{"envelope_id": env, "inbound_seq": inbound}},
+		&events.StepStarted{Meta: meta, Step: 1, Prompt: llm.Text(prompt)},
+		&events.ChatFinished{Meta: meta, NewMessages: []llm.Message{{Role: llm.RoleUser, Content: llm.Text(prompt)}},
+			ResponseText: &text, Provider: "echo", Model: "echo:echo"},
+		&events.StepFinished{Meta: meta, Step: 1, Status: events.StepOK},
+		&events.RunFinished{Meta: meta, Status: events.RunOK, Steps: 1},
+	}
+	return r
+}
+
+// publish sends events with the given indexes (seq = index + 1); with
+// dupID the message carries no Nats-Msg-Id, so JetStream stores a second
+// copy as a redelivery outside the dedupe window would.
+func (f *fixture) publish(t *testing.T, r *runEvents, idx []int, ids map[int]string, dupID bool) {
+	t.Helper()
+	for _, i := range idx {
+		ev := r.list[i]
+		id := ids[i]
+		if id == "" {
+			id = events.NewID()
+			ids[i] = id
+		}
+		ce, err := events.ToCloudEvent(ev, events.Attrs{ID: id, Source: "/bub/worker/test", SessionID: r.session, RunID: r.id, Seq: int64(i + 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, err := events.ToMsg(f.names.Event(r.session, events.SubjectName(ce.Type())), ce)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dupID {
+			msg.Header.Del(subjects.HeaderMsgID)
+		}
+		if _, err := f.js.PublishMsg(context.Background(), msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// settled waits until session's committed events watermark reaches the
+// newest event published and returns the tape.
+func (f *fixture) settled(t *testing.T, session string) []tape.Entry {
+	t.Helper()
+	st, err := f.js.Stream(context.Background(), f.names.EventsStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if _, err := f.store.WaitWatermark(ctx, session, recorder.WatermarkEvents, info.State.LastSeq); err != nil {
+		t.Fatalf("recorder did not commit up to %d: %v", info.State.LastSeq, err)
+	}
+	entries, err := f.store.Fetch(context.Background(), session, tape.All())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return entries
+}
+
+func kinds(entries []tape.Entry) string {
+	var out []string
+	for _, e := range entries {
+		k := e.Kind
+		if e.Kind == tape.KindEvent {
+			k += ":" + fmt.Sprint(e.Payload["name"])
+		}
+		if e.Kind == tape.KindMessage {
+			k += ":" + fmt.Sprint(e.Payload["role"])
+		}
+		out = append(out, k)
+	}
+	return strings.Join(out, " ")
+}
+
+const oneRun = "event:loop.start event:loop.step.start message:user message:assistant event:run event:loop.step event:loop.finish"
+
+func TestCommitsARunAtomicallyInSeqOrder(t *testing.T) {
+	f := setup(t)
+	f.startRecorder(t, recorder.Config{})
+	r := newRun("s1", "env-1", 7, "hi", "hello")
+	f.publish(t, r, []int{0, 2, 1, 3, 4}, map[int]string{}, false) // reordered
+	entries := f.settled(t, "s1")
+	if got := kinds(entries); got != oneRun {
+		t.Fatalf("tape = %s\nwant  %s", got, oneRun)
+	}
+	for i, e := range entries {
+		if e.ID != int64(i+1) || e.Meta["run_id"] != r.id {
+			t.Fatalf("entry %d: id %d meta %v", i, e.ID, e.Meta)
+		}
+	}
+	ix, _ := f.store.Index(context.Background(), "s1")
+	if ix.Watermark(recorder.WatermarkInbound) != 7 {
+		t.Fatalf("inbound watermark %d, want 7", ix.Watermark(recorder.WatermarkInbound))
+	}
+}
+
+func TestDuplicatedEventsNeverDuplicateEntries(t *testing.T) {
+	f := setup(t)
+	f.startRecorder(t, recorder.Config{})
+	r := newRun("s2", "env-2", 1, "hi", "hello")
+	ids := map[int]string{}
+	f.publish(t, r, []int{0, 1, 2}, ids, false)
+	f.publish(t, r, []int{0, 2}, ids, true) // the same events stored again
+	f.publish(t, r, []int{1}, ids, false)   // deduplicated by JetStream
+	f.publish(t, r, []int{3, 4}, ids, false)
+	f.publish(t, r, []int{4}, ids, true) // RunFinished again, after the commit
+	entries := f.settled(t, "s2")
+	if got := kinds(entries); got != oneRun {
+		t.Fatalf("tape = %s\nwant  %s", got, oneRun)
+	}
+}
+
+// TestRedeliveredRunInterruptsTheDeadOne: a worker died mid-run (no
+// RunFinished), the envelope was redelivered and another run answered it.
+// The dead run leaves only an interrupted marker, out of context.
+func TestRedeliveredRunInterruptsTheDeadOne(t *testing.T) {
+	f := setup(t)
+	f.startRecorder(t, recorder.Config{})
+	dead := newRun("s3", "env-3", 4, "first try", "never finished")
+	f.publish(t, dead, []int{0, 1, 2}, map[int]string{}, false)
+	again := newRun("s3", "env-3", 4, "second try", "done")
+	f.publish(t, again, []int{0, 1, 2, 3, 4}, map[int]string{}, false)
+	entries := f.settled(t, "s3")
+	if got, want := kinds(entries), "event:run.interrupted "+oneRun; got != want {
+		t.Fatalf("tape = %s\nwant  %s", got, want)
+	}
+	if entries[0].InContext() || entries[0].Payload["data"].(map[string]any)["superseded_by"] != again.id {
+		t.Fatalf("interrupted marker %+v", entries[0])
+	}
+	for _, e := range entries {
+		if strings.Contains(fmt.Sprint(e.Payload), "never finished") {
+			t.Fatalf("the dead run's partial entries reached the tape: %+v", e)
+		}
+	}
+}
+
+func TestIdleRunIsInterrupted(t *testing.T) {
+	f := setup(t)
+	f.startRecorder(t, recorder.Config{IdleRun: 50 * time.Millisecond, Sweep: 10 * time.Millisecond})
+	dead := newRun("s4", "env-4", 1, "hi", "x")
+	f.publish(t, dead, []int{0, 1}, map[int]string{}, false)
+	entries := f.settled(t, "s4")
+	if got := kinds(entries); got != "event:run.interrupted" {
+		t.Fatalf("tape = %s", got)
+	}
+}
+
+// TestRecorderRestartMidRun stops the recorder while a run is half
+// delivered; the next recorder gets the unacknowledged events again and
+// commits the run exactly once.
+func TestRecorderRestartMidRun(t *testing.T) {
+	f := setup(t)
+	stop := f.startRecorder(t, recorder.Config{})
+	r := newRun("s5", "env-5", 2, "hi", "hello")
+	ids := map[int]string{}
+	f.publish(t, r, []int{0, 1, 2}, ids, false)
+	cons, err := f.js.Consumer(context.Background(), f.names.EventsStream(), f.names.RecorderConsumer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, 10*time.Second, func() (bool, string) {
+		info, err := cons.Info(context.Background())
+		if err != nil {
+			return false, err.Error()
+		}
+		return info.NumAckPending == 3, fmt.Sprintf("ack pending %d, want 3", info.NumAckPending)
+	})
+	stop()
+	f.startRecorder(t, recorder.Config{})
+	f.publish(t, r, []int{3, 4}, ids, false)
+	entries := f.settled(t, "s5")
+	if got := kinds(entries); got != oneRun {
+		t.Fatalf("tape = %s\nwant  %s", got, oneRun)
+	}
+}
+
+func TestStandaloneTapeEventsAndSwitches(t *testing.T) {
+	f := setup(t)
+	f.startRecorder(t, recorder.Config{})
+	r := &runEvents{id: events.NewID(), session: "s6"}
+	meta := events.Meta{RunID: r.id, SessionID: "s6"}
+	r.list = []events.Event{
+		&events.TapeEventRecorded{Meta: meta, Name: taperec.EventHandoff, Data: map[string]any{"name": "phase-1", "state": map[string]any{"summary": "x"}}},
+		&events.TapeEventRecorded{Meta: meta, Name: "model_switch", Data: map[string]any{"model": "openai:gpt-4o"}},
+		&events.RunFinished{Meta: meta, Status: events.RunOK},
+	}
+	f.publish(t, r, []int{0, 1, 2}, map[int]string{}, false)
+	entries := f.settled(t, "s6")
+	if got, want := kinds(entries), "anchor event:handoff event:model_switch event:loop.finish"; got != want {
+		t.Fatalf("tape = %s\nwant  %s", got, want)
+	}
+	e, err := f.state.Get(context.Background(), f.names.SwitchesKey("s6"))
+	if err != nil || !strings.Contains(string(e.Value()), "openai:gpt-4o") {
+		t.Fatalf("switches not saved: %v %v", e, err)
+	}
+}
