@@ -98,7 +98,7 @@ func (r *Recorder) Run(ctx context.Context) error {
 	}
 	go func() {
 		<-ctx.Done()
-		it.Stop()
+		it.Drain() // buffered events come out of Next and are handed back below
 	}()
 	r.log.Info("recorder.consuming", "stream", r.names.EventsStream(), "lanes", len(lanes))
 	for {
@@ -110,10 +110,15 @@ func (r *Recorder) Run(ctx context.Context) error {
 			r.log.Warn("recorder.pull_error", "err", err)
 			continue
 		}
+		if ctx.Err() != nil {
+			_ = msg.Nak()
+			continue
+		}
 		l := lanes[laneOf(msg.Subject(), len(lanes))]
 		select {
 		case l.in <- msg:
 		case <-ctx.Done():
+			_ = msg.Nak()
 		}
 	}
 	for _, l := range lanes {

@@ -3,6 +3,7 @@ package recorder_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -51,7 +52,7 @@ func setup(t *testing.T) *fixture {
 func (f *fixture) startRecorder(t *testing.T, cfg recorder.Config) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	r := recorder.New(cfg, f.js, f.names, f.store, f.state, nil)
+	r := recorder.New(cfg, f.js, f.names, f.store, f.state, slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		if err := r.Run(ctx); err != nil {
@@ -276,4 +277,11 @@ func TestStandaloneTapeEventsAndSwitches(t *testing.T) {
 	if err != nil || !strings.Contains(string(e.Value()), "openai:gpt-4o") {
 		t.Fatalf("switches not saved: %v %v", e, err)
 	}
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
 }

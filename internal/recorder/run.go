@@ -100,6 +100,7 @@ func (l *lane) handle(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 	runID, session := events.RunID(ev), events.SessionID(ev)
+	l.r.log.Debug("recorder.event", "type", ev.Type(), "run", runID, "seq", events.Seq(ev), "stream", md.Sequence.Stream, "delivered", md.NumDelivered)
 	batch := taperec.Map(payload, runID, ev.Time())
 	if runID == "" {
 		if len(batch.Entries) > 0 || batch.Reset {
@@ -176,9 +177,11 @@ func (rn *run) complete() bool {
 // ack wait to expire.
 func (l *lane) handBack() {
 	for _, rn := range l.runs {
-		for _, m := range rn.heldMsgs() {
+		msgs := rn.heldMsgs()
+		for _, m := range msgs {
 			_ = m.Nak()
 		}
+		l.r.log.Debug("recorder.handed_back", "run", rn.id, "events", len(msgs))
 	}
 }
 
@@ -293,6 +296,9 @@ func (l *lane) commitWith(ctx context.Context, rn *run, msgs []jetstream.Msg) {
 	opts := []tape.AppendOption{tape.WithCommitID(rn.id), tape.WithWatermark(WatermarkEvents, stream)}
 	if rn.inbound > 0 {
 		opts = append(opts, tape.WithWatermark(WatermarkInbound, rn.inbound))
+	}
+	if archive && l.committed(ctx, rn) {
+		archive = false // a redelivered commit: the tape was archived and reset already
 	}
 	loc, err := l.archive(ctx, rn.session, archive)
 	if loc != "" {

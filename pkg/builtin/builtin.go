@@ -260,14 +260,17 @@ func (p *Plugin) DispatchOutbound(ctx context.Context, in hooks.DispatchOutbound
 }
 
 // OnError tells the sender of a failed message what went wrong with one
-// error envelope: "An error occurred at stage '<stage>': <error>".
+// error envelope: "An error occurred at stage '<stage>': <error>". Its id
+// is "<message id>/error/<stage>": deterministic, and distinct for the
+// stages of one turn (a run_model report and a later turn failure are two
+// replies, not one deduplicated away).
 func (p *Plugin) OnError(ctx context.Context, in hooks.OnErrorInput) error {
 	if in.Message == nil || p.o.Dispatch == nil {
 		return nil
 	}
 	m := in.Message
 	out := &envelope.Envelope{
-		ID:        m.ID + "/error",
+		ID:        m.ID + "/error/" + in.Stage,
 		SessionID: orDefault(m.SessionID, "unknown"),
 		Channel:   m.ChannelOrDefault(),
 		ChatID:    m.ChatIDOrDefault(),
@@ -282,7 +285,9 @@ func (p *Plugin) OnError(ctx context.Context, in hooks.OnErrorInput) error {
 }
 
 // errorText is the text Bub shows for an error: a *bub.Error anywhere in
-// the chain as "[kind] message", else the error's text.
+// the chain as "[kind] message", else the error's text without the
+// registry's attribution (an outer *hooks.HookError names the hook and
+// plugin for the logs; Bub shows the plugin's own error).
 func errorText(err error) string {
 	if err == nil {
 		return "unknown error"
@@ -290,6 +295,13 @@ func errorText(err error) string {
 	var be *bub.Error
 	if errors.As(err, &be) {
 		return be.Error()
+	}
+	for {
+		he, ok := err.(*hooks.HookError)
+		if !ok || he.Err == nil {
+			break
+		}
+		err = he.Err
 	}
 	return err.Error()
 }
@@ -320,13 +332,15 @@ func (p *Plugin) ContinuePrompt(_ context.Context, in hooks.ContinuePromptInput)
 }
 
 // SystemPrompt is Bub's default system prompt followed by the workspace's
-// AGENTS.md (trimmed; "" when missing).
+// AGENTS.md (trimmed; "" when missing). The workspace is the state's
+// (_runtime_workspace), else the current directory, as
+// [bub.State.Workspace] decides, also when there is no state.
 func (p *Plugin) SystemPrompt(_ context.Context, in hooks.SystemPromptInput) (string, error) {
-	ws := ""
-	if in.State != nil {
-		ws = in.State.Workspace()
+	state := in.State
+	if state == nil {
+		state = bub.NewState(nil)
 	}
-	return DefaultSystemPrompt + "\n\n" + readAgentsFile(ws), nil
+	return DefaultSystemPrompt + "\n\n" + readAgentsFile(state.Workspace()), nil
 }
 
 func readAgentsFile(workspace string) string {

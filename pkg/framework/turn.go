@@ -53,11 +53,14 @@ type Result struct {
 // ErrNoModelOutput is reported to on_error when no plugin runs the model.
 var ErrNoModelOutput = errors.New("no model skill returned output")
 
-// ProcessInbound runs one turn (Bub's process_inbound). Outbound envelopes
-// get deterministic ids (<inbound id>/<index>), in_reply_to and their
-// position in the batch before dispatch, so a redelivered inbound never
-// yields a second reply. A failure is logged, reported to on_error (stage
-// "turn") and returned.
+// ProcessInbound runs one turn (Bub's process_inbound). msg is normalized
+// in place first ([envelope.Envelope.Normalize]) and, like a mapping inbound
+// in Bub, gains the resolved session id when it has none, so on_error and
+// every later stage see the session. Outbound envelopes get deterministic
+// ids (<inbound id>/<index>), in_reply_to and their position in the batch
+// before dispatch ([Address]), so a redelivered inbound never yields a
+// second reply; one without a session id gets the resolved one. A failure
+// is logged, reported to on_error (stage "turn") and returned.
 func (f *Framework) ProcessInbound(ctx context.Context, msg *envelope.Envelope) (res Result, err error) {
 	defer func() {
 		if err != nil {
@@ -71,6 +74,9 @@ func (f *Framework) ProcessInbound(ctx context.Context, msg *envelope.Envelope) 
 		return res, err
 	}
 	res.SessionID = sid
+	if msg.SessionID == "" {
+		msg.SessionID = sid
+	}
 	state := bub.NewState(map[string]any{bub.StateWorkspace: f.workspace})
 	res.State = state
 	if err := f.hooks.LoadState(ctx, hooks.LoadStateInput{Message: msg, SessionID: sid}, state); err != nil {
@@ -90,6 +96,9 @@ func (f *Framework) ProcessInbound(ctx context.Context, msg *envelope.Envelope) 
 	}
 	res.Outbounds = outs
 	for i, out := range outs {
+		if out.SessionID == "" {
+			out.SessionID = sid
+		}
 		Address(out, msg, i, len(outs))
 		if _, err := f.hooks.DispatchOutbound(ctx, hooks.DispatchOutboundInput{Message: out}); err != nil {
 			return res, err
@@ -134,7 +143,4 @@ func Address(out, in *envelope.Envelope, index, size int) {
 	}
 	out.InReplyTo = in.ID
 	out.BatchIndex, out.BatchSize = index, size
-	if out.SessionID == "" {
-		out.SessionID = in.SessionID
-	}
 }

@@ -1,0 +1,303 @@
+package interceptor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/bubbus/bub/pkg/bub"
+	"github.com/bubbus/bub/pkg/hooks"
+	"github.com/bubbus/bub/pkg/hooks/remote"
+	"github.com/bubbus/bub/pkg/subjects"
+)
+
+// DefaultVersion is the NATS micro version of a service without
+// [WithVersion].
+const DefaultVersion = "1.0.0"
+
+// Option configures [Serve].
+type Option func(*options) error
+
+type options struct {
+	name        string
+	version     string
+	description string
+	trace       func(ctx context.Context, traceparent, tracestate string) context.Context
+	log         *slog.Logger
+}
+
+// WithName sets the service name (default: the plugin's name). It must be a
+// NATS micro name: letters, digits, '-' and '_'.
+func WithName(name string) Option {
+	return func(o *options) error {
+		o.name = name
+		return nil
+	}
+}
+
+// WithVersion sets the service's semantic version (default
+// [DefaultVersion]), shown by NATS micro discovery.
+func WithVersion(v string) Option {
+	return func(o *options) error {
+		o.version = v
+		return nil
+	}
+}
+
+// WithDescription sets the service description shown by NATS micro
+// discovery.
+func WithDescription(d string) Option {
+	return func(o *options) error {
+		o.description = d
+		return nil
+	}
+}
+
+// WithTraceContext sets f, which returns ctx carrying the W3C trace
+// context of a request's traceparent and tracestate headers (empty when
+// absent). Without it the trace headers are ignored.
+func WithTraceContext(f func(ctx context.Context, traceparent, tracestate string) context.Context) Option {
+	return func(o *options) error {
+		if f == nil {
+			return errors.New("interceptor: nil trace context function")
+		}
+		o.trace = f
+		return nil
+	}
+}
+
+// WithLogger sets the logger for recovered panics (with their stack) and
+// replies that could not be sent; nil discards.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) error {
+		o.log = l
+		return nil
+	}
+}
+
+// Service is an in-process plugin served as an interceptor service.
+type Service struct {
+	name   string
+	hooks  []hooks.Hook
+	plugin hooks.Plugin
+	closer hooks.Closer // the plugin's, nil when it has none
+	micro  micro.Service
+	trace  func(ctx context.Context, traceparent, tracestate string) context.Context
+	log    *slog.Logger
+
+	// mu is held shared by every running handler and exclusively by Stop
+	// while it closes the plugin, so the plugin is never closed under a
+	// handler.
+	mu     sync.RWMutex
+	closed bool
+}
+
+// Serve serves plugin as the interceptor service of its name (see
+// [WithName]) on nc: one NATS micro endpoint per hook the plugin implements
+// and an interceptor can serve ([remote.Hooks]), with subjects
+// bub.hook.<service>.<hook> and the service name as queue group, so
+// several instances share the load. A plugin that implements
+// [hooks.Starter] is started first, with ctx; ctx bounds that start and is
+// not kept.
+//
+// Each request runs with a fresh context whose deadline is the caller's
+// (the Bub-Deadline header). A handler's error or panic becomes an error
+// reply that keeps a *bub.Error's kind and message. Each endpoint handles
+// its requests one at a time; run more instances for more throughput.
+func Serve(ctx context.Context, nc *nats.Conn, names subjects.Names, plugin hooks.Plugin, opts ...Option) (*Service, error) {
+	if nc == nil || plugin == nil {
+		return nil, errors.New("interceptor: nil connection or plugin")
+	}
+	o := options{name: plugin.Name(), version: DefaultVersion}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	if o.log == nil {
+		o.log = slog.New(slog.DiscardHandler)
+	}
+	if err := remote.ValidateService(o.name); err != nil {
+		return nil, err
+	}
+	if o.description == "" {
+		o.description = "Bub interceptor serving plugin " + plugin.Name()
+	}
+	served := slices.DeleteFunc(hooks.HooksOf[struct{}, struct{}](plugin), func(h hooks.Hook) bool { return !remote.Serves(h) })
+	if len(served) == 0 {
+		return nil, fmt.Errorf("interceptor: plugin %q implements no hook an interceptor can serve", plugin.Name())
+	}
+	s := &Service{name: o.name, hooks: served, plugin: plugin, trace: o.trace, log: o.log.With("interceptor", o.name)}
+	if st, ok := implOf[hooks.Starter](plugin); ok {
+		if err := st.Start(ctx); err != nil {
+			return nil, fmt.Errorf("interceptor %q: starting plugin: %w", o.name, err)
+		}
+	}
+	s.closer, _ = implOf[hooks.Closer](plugin)
+	if err := s.add(nc, names, o); err != nil {
+		return nil, errors.Join(err, s.Stop(ctx))
+	}
+	return s, nil
+}
+
+// add creates the micro service and its endpoints.
+func (s *Service) add(nc *nats.Conn, names subjects.Names, o options) error {
+	svc, err := micro.AddService(nc, micro.Config{
+		Name:        s.name,
+		Version:     o.version,
+		Description: o.description,
+		Metadata:    map[string]string{"bub.plugin": s.plugin.Name()},
+		QueueGroup:  s.name,
+	})
+	if err != nil {
+		return fmt.Errorf("interceptor %q: %w", s.name, err)
+	}
+	s.micro = svc
+	g := svc.AddGroup(names.HookService(s.name), micro.WithGroupQueueGroup(s.name))
+	for _, h := range s.hooks {
+		if err := g.AddEndpoint(string(h), s.handler(h), micro.WithEndpointMetadata(map[string]string{"hook": string(h)})); err != nil {
+			return fmt.Errorf("interceptor %q: endpoint %s: %w", s.name, h, err)
+		}
+	}
+	return nil
+}
+
+// Name returns the service name.
+func (s *Service) Name() string { return s.name }
+
+// Hooks returns the hooks the service serves, in [hooks.Specs] order.
+func (s *Service) Hooks() []hooks.Hook { return slices.Clone(s.hooks) }
+
+// Stop stops the service: its endpoints drain (requests already delivered
+// are still answered) and the plugin, if it implements [hooks.Closer], is
+// closed with ctx once no handler runs; a request that arrives after that
+// is answered with a temporary error. Stopping again does nothing.
+func (s *Service) Stop(ctx context.Context) error {
+	var err error
+	if s.micro != nil {
+		err = s.micro.Stop()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.closer == nil {
+		return err
+	}
+	s.closed = true
+	return errors.Join(err, s.closer.Close(ctx))
+}
+
+// endpoint adapts one hook: serve calls the plugin with a decoded request.
+func endpoint[In any](s *Service, h hooks.Hook, serve func(context.Context, *remote.Request[In]) (remote.Reply, error)) micro.Handler {
+	return micro.HandlerFunc(func(req micro.Request) {
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+		if s.closed {
+			s.fail(req, h, bub.Errorf(bub.KindTemporary, "interceptor %q is stopping", s.name))
+			return
+		}
+		var in remote.Request[In]
+		if err := json.Unmarshal(req.Data(), &in); err != nil {
+			s.fail(req, h, bub.Errorf(bub.KindInvalidInput, "decoding the %s request: %v", h, err))
+			return
+		}
+		if in.Hook != "" && in.Hook != h {
+			s.fail(req, h, bub.Errorf(bub.KindInvalidInput, "request for hook %q sent to the %s endpoint", in.Hook, h))
+			return
+		}
+		ctx, cancel, err := s.requestContext(req.Headers())
+		if err != nil {
+			s.fail(req, h, err)
+			return
+		}
+		defer cancel()
+		rep, err := guard(ctx, &in, serve)
+		if err != nil {
+			if pe, ok := errors.AsType[*hooks.PanicError](err); ok {
+				s.log.Error("interceptor.panic", "hook", h, "panic", pe.Value, "stack", string(pe.Stack))
+			}
+			s.fail(req, h, err)
+			return
+		}
+		s.reply(req, h, &rep)
+	})
+}
+
+// requestContext returns the context of one request: the caller's deadline
+// and trace context.
+func (s *Service) requestContext(hdr micro.Headers) (context.Context, context.CancelFunc, error) {
+	ctx, cancel := context.Background(), context.CancelFunc(func() {})
+	if v := hdr.Get(subjects.HeaderDeadline); v != "" {
+		deadline, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			return nil, nil, bub.Errorf(bub.KindInvalidInput, "%s header %q: want an RFC 3339 time", subjects.HeaderDeadline, v)
+		}
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+	}
+	if s.trace != nil {
+		ctx = s.trace(ctx, hdr.Get(subjects.HeaderTraceparent), hdr.Get(subjects.HeaderTracestate))
+	}
+	return ctx, cancel, nil
+}
+
+// guard calls serve, turning a panic into a *hooks.PanicError.
+func guard[In any](ctx context.Context, in *remote.Request[In], serve func(context.Context, *remote.Request[In]) (remote.Reply, error)) (rep remote.Reply, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &hooks.PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return serve(ctx, in)
+}
+
+// emptyReply is the no-opinion reply.
+var emptyReply = []byte("{}")
+
+// reply sends rep, {} when it carries nothing.
+func (s *Service) reply(req micro.Request, h hooks.Hook, rep *remote.Reply) {
+	data := emptyReply
+	if !rep.IsEmpty() {
+		var err error
+		if data, err = json.Marshal(rep); err != nil {
+			s.fail(req, h, fmt.Errorf("encoding the %s reply: %w", h, err))
+			return
+		}
+	}
+	if err := req.Respond(data); err != nil {
+		s.log.Warn("interceptor.reply_failed", "hook", h, "err", err)
+	}
+}
+
+// fail answers with an error: NATS micro error headers (the code from the
+// error's kind) and an {"error": {kind, message, details}} body.
+func (s *Service) fail(req micro.Request, h hooks.Hook, err error) {
+	body, merr := json.Marshal(remote.Reply{Error: remote.WireError(err)})
+	if merr != nil { // details that do not encode: keep kind and message
+		be := bub.AsError(err)
+		body, _ = json.Marshal(remote.Reply{Error: &remote.ErrorBody{Kind: be.Kind, Message: be.Message}})
+	}
+	if rerr := req.Error(remote.ErrorCode(bub.AsError(err).Kind), headerText(err.Error()), body); rerr != nil {
+		s.log.Warn("interceptor.reply_failed", "hook", h, "err", rerr)
+	}
+}
+
+// headerText makes s fit a header value: one line, at most 1 KiB.
+func headerText(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 1024 {
+		s = strings.ToValidUTF8(s[:1024], "")
+	}
+	if s == "" {
+		s = "error"
+	}
+	return s
+}
