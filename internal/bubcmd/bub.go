@@ -19,6 +19,7 @@ uses an embedded NATS server whose data lives in the bub home directory.`,
 	}
 	root.AddCommand(
 		newRun(getenv),
+		newChat(getenv),
 		newUp(getenv),
 		newEvents(getenv),
 		newTape(getenv),

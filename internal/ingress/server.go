@@ -104,6 +104,7 @@ func NewServer(cfg Config, gw *Gateway, ready Ready, log *slog.Logger) (*Server,
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/messages", s.auth(s.postMessage))
+	mux.HandleFunc("GET /v1/sessions/{session}/events", s.auth(s.streamSession))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})

@@ -132,7 +132,9 @@ func (l *lane) handle(ctx context.Context, msg jetstream.Msg) {
 		rn.envelope, _ = p.Metadata["envelope_id"].(string)
 		rn.inbound = uintOf(p.Metadata["inbound_seq"])
 		l.supersede(ctx, rn)
-	case *events.RunFinishedData:
+	case *events.RunFinishedData, *events.CommandFinishedData:
+		// A comma command is a run of its own that ends with
+		// CommandFinished (it has no RunStarted/RunFinished).
 		rn.finished = events.Seq(ev)
 	}
 	if rn.complete() {

@@ -226,8 +226,10 @@ func TestProcessInboundModelStage(t *testing.T) {
 			wantErr:  errBad,
 		},
 		{
-			name:     "stream fails midway: partial output is dropped",
-			model:    func(hooks.RunModelInput) (hooks.Stream, bool, error) { return failingStream("partial", errProvider), true, nil },
+			name: "stream fails midway: partial output is dropped",
+			model: func(hooks.RunModelInput) (hooks.Stream, bool, error) {
+				return failingStream("partial", errProvider), true, nil
+			},
 			wantSave: errProvider,
 			wantErr:  errProvider,
 		},

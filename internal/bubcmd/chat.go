@@ -1,0 +1,132 @@
+package bubcmd
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/spf13/cobra"
+
+	"github.com/bubbus/bub/internal/cli"
+	"github.com/bubbus/bub/internal/ingress"
+	"github.com/bubbus/bub/internal/stack"
+	"github.com/bubbus/bub/pkg/envelope"
+	"github.com/bubbus/bub/pkg/events"
+)
+
+func newChat(getenv cli.Getenv) *cobra.Command {
+	var common cli.Common
+	var wo stack.WorkerOptions
+	var session, chatID string
+	var wait time.Duration
+	cmd := &cobra.Command{
+		Use:   "chat",
+		Short: "Chat with the agent: one turn per input line, replies streamed as they are generated",
+		Long: `Reads lines from standard input and sends each as a message of the session;
+token deltas are printed as the model produces them. ",quit" or ",exit"
+(or end of input) leaves. Without --nats it runs an embedded NATS server
+with a worker and a recorder in this process.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := loadModels(getenv, &wo); err != nil {
+				return err
+			}
+			if session == "" {
+				session = "cli:" + chatID
+			}
+			out := &lockedWriter{w: cmd.OutOrStdout()}
+			return withStack(cmd.Context(), &common, getenv, wo, func(ctx context.Context, c *client) error {
+				gw, err := ingress.NewGateway(c.conn.NC, c.conn.JS, c.conn.Names, events.Source("cli", cli.Instance(getenv)), c.log)
+				if err != nil {
+					return err
+				}
+				defer gw.Close()
+				var streamed atomic.Bool
+				sub, err := c.conn.NC.Subscribe(c.conn.Names.TokenStreamOf(session), func(m *nats.Msg) {
+					var d struct{ Kind, Text string }
+					if json.Unmarshal(m.Data, &d) == nil && d.Kind == "text" {
+						streamed.Store(true)
+						fmt.Fprint(out, d.Text)
+					}
+				})
+				if err != nil {
+					return err
+				}
+				defer func() { _ = sub.Unsubscribe() }()
+				return chatLoop(ctx, cmd.InOrStdin(), out, func(ctx context.Context, line string) error {
+					streamed.Store(false)
+					env := &envelope.Envelope{ID: events.NewID(), Content: line, Channel: "cli", ChatID: chatID,
+						SessionID: session, Context: envelope.NewContext("thread_id", session)}
+					await := gw.Expect(env.ID)
+					if _, err := gw.Publish(ctx, env); err != nil {
+						return err
+					}
+					wctx, cancel := context.WithTimeout(ctx, wait)
+					defer cancel()
+					outs, err := await(wctx)
+					if err := c.conn.NC.Flush(); err != nil {
+						return err
+					}
+					for _, o := range outs {
+						if o.Kind == envelope.KindError || !streamed.Load() {
+							fmt.Fprint(out, o.Content)
+						}
+					}
+					fmt.Fprintln(out)
+					return err
+				})
+			})
+		},
+	}
+	common.Bind(cmd.Flags(), getenv)
+	bindWorker(cmd.Flags(), &wo, getenv)
+	cmd.Flags().StringVar(&session, "session", "", "session id (default cli:<chat-id>)")
+	cmd.Flags().StringVar(&chatID, "chat-id", "local", "chat id")
+	cmd.Flags().DurationVar(&wait, "wait", 5*time.Minute, "how long to wait for each reply")
+	return cmd
+}
+
+// lockedWriter serialises writes from the delta subscription and the
+// input loop.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// chatLoop sends every non-empty input line until end of input or a quit
+// command.
+func chatLoop(ctx context.Context, in io.Reader, out io.Writer, send func(context.Context, string) error) error {
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	fmt.Fprint(out, "bub> ")
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		switch line {
+		case "":
+		case ",quit", ",exit":
+			return nil
+		default:
+			if err := send(ctx, line); err != nil {
+				return err
+			}
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		fmt.Fprint(out, "bub> ")
+	}
+	return sc.Err()
+}
