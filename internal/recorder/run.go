@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"time"
 
 	ce "github.com/cloudevents/sdk-go/v2/event"
@@ -100,6 +101,10 @@ func (l *lane) handle(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 	runID, session := events.RunID(ev), events.SessionID(ev)
+	if strings.HasPrefix(session, TempPrefix) {
+		_ = msg.Ack() // temporary sessions (subagents) are never recorded
+		return
+	}
 	l.r.log.Debug("recorder.event", "type", ev.Type(), "run", runID, "seq", events.Seq(ev), "stream", md.Sequence.Stream, "delivered", md.NumDelivered)
 	batch := taperec.Map(payload, runID, ev.Time())
 	if runID == "" {

@@ -20,55 +20,29 @@ import (
 )
 
 // RunAgent implements builtin.Runner: it runs the agent for a turn's model
-// stage. The run gets its own event bus, attached to the NATS bridge and to
-// the run's tape fork (the local TapeRecorder), with the hooks wired on by
-// the AgentPlugins adapter. Before reading the tape it waits (bounded) until
-// the recorder has committed the session's earlier turns.
+// stage (see [Runtime.prepare]). Before reading the tape it waits (bounded)
+// until the recorder has committed the session's earlier turns.
 func (rt *Runtime) RunAgent(ctx context.Context, in hooks.RunModelInput) (hooks.Stream, error) {
 	t := turnFrom(ctx)
 	if t == nil {
 		t = &turn{in: Inbound{Envelope: &envelope.Envelope{}}}
 	}
-	runID := events.NewID()
-	bus := &events.Bus{}
-	att := rt.bridge.Attach(bus)
-	t.startRun(bus, att.Flush)
-	rtape := &runTape{
-		rt:      rt,
-		bus:     bus,
-		meta:    events.Meta{State: in.State, RunID: runID, SessionID: in.SessionID},
-		fork:    tape.NewFork(rt.o.Tapes),
-		session: in.SessionID,
+	run, rtape := rt.prepare(t, in.SessionID, in.State)
+	ctx = withRun(ctx, rtape)
+	run.Prompt = in.Prompt
+	run.Model = in.State.String(bub.StateModel)
+	run.Metadata = map[string]any{
+		"envelope_id": t.in.Envelope.ID,
+		"inbound_seq": t.in.StreamSeq,
+		"delivery":    t.in.Delivery,
 	}
-	rtape.tape = tape.New(rtape.fork, in.SessionID, tape.Context{State: in.State})
-	bus.OnEmitted(rtape.record)
-	agent.Plugins(bus, rt.reg, nil)
 	rt.awaitEarlierTurns(ctx, rtape, t)
-
-	run := agent.Run{
-		RunID:     runID,
-		SessionID: in.SessionID,
-		Prompt:    in.Prompt,
-		State:     in.State,
-		Model:     in.State.String(bub.StateModel),
-		Tape:      rtape,
-		Bus:       bus,
-		ToolContext: func(tc *tools.Context) {
-			tc.Tape = rtape
-		},
-		Metadata: map[string]any{
-			"envelope_id": t.in.Envelope.ID,
-			"inbound_seq": t.in.StreamSeq,
-			"delivery":    t.in.Delivery,
-		},
-	}
 	return runStream(ctx, func(ctx context.Context, emit func(llm.Delta)) error {
-		defer t.endRun()
 		seq := 0
-		subject := rt.o.Names.TokenStream(in.SessionID, runID)
+		subject := rt.o.Names.TokenStream(in.SessionID, run.RunID)
 		run.OnDelta = func(d llm.Delta) {
 			seq++
-			rt.publishDelta(subject, runID, seq, d)
+			rt.publishDelta(subject, run.RunID, seq, d)
 			emit(d)
 		}
 		_, err := rt.agent.Run(ctx, run)
@@ -80,6 +54,87 @@ func (rt *Runtime) RunAgent(ctx context.Context, in hooks.RunModelInput) (hooks.
 		}
 		return err
 	}), nil
+}
+
+// prepare sets up one agent run of session: its own event bus, attached to
+// the NATS bridge (the turn flushes it before replying) and to a tape fork
+// (the local TapeRecorder), with the hooks wired on by the AgentPlugins
+// adapter, and tools that can reach the tape and spawn subagents.
+func (rt *Runtime) prepare(t *turn, session string, state *bub.State) (agent.Run, *runTape) {
+	runID := events.NewID()
+	bus := &events.Bus{}
+	att := rt.bridge.Attach(bus)
+	t.addFlush(att.Flush)
+	rtape := &runTape{
+		rt:      rt,
+		bus:     bus,
+		meta:    events.Meta{State: state, RunID: runID, SessionID: session},
+		fork:    tape.NewFork(rt.o.Tapes),
+		session: session,
+	}
+	rtape.tape = tape.New(rtape.fork, session, tape.Context{State: state})
+	bus.OnEmitted(rtape.record)
+	agent.Plugins(bus, rt.reg, nil)
+	sp := &spawner{rt: rt, t: t, parent: state}
+	return agent.Run{
+		RunID:     runID,
+		SessionID: session,
+		State:     state,
+		Tape:      rtape,
+		Bus:       bus,
+		ToolContext: func(tc *tools.Context) {
+			tc.Tape = rtape
+			tc.Spawner = sp
+		},
+	}, rtape
+}
+
+// spawner runs subagents inside a turn (tools.Spawner).
+type spawner struct {
+	rt     *Runtime
+	t      *turn
+	parent *bub.State
+}
+
+// Spawn runs a subagent on its own session with a copy of the parent
+// state and returns its text, with "[Error: …]" appended when it failed
+// (Bub's subagent tool). Sessions under "temp/" are not recorded.
+func (s *spawner) Spawn(ctx context.Context, req tools.SpawnRequest) (string, error) {
+	state := bub.NewState(s.parent.Snapshot())
+	state.Set(bub.StateSessionID, req.Session)
+	if req.AllowedSkills != nil {
+		state.Set(bub.StateAllowedSkills, req.AllowedSkills)
+	}
+	run, rtape := s.rt.prepare(s.t, req.Session, state)
+	run.Prompt = llm.Text(req.Prompt)
+	run.Model = req.Model
+	run.AllowedTools = req.AllowedTools
+	out, err := s.rt.agent.Run(withRun(ctx, rtape), run)
+	if err != nil {
+		return out.Text + "[Error: " + errorMessage(err) + "]", nil
+	}
+	return out.Text, nil
+}
+
+func errorMessage(err error) string {
+	var be *bub.Error
+	if errors.As(err, &be) {
+		return be.Message
+	}
+	return err.Error()
+}
+
+type runKey struct{}
+
+// withRun records the running run in ctx, so hook decisions made during
+// it are reported as events of that run and session.
+func withRun(ctx context.Context, r *runTape) context.Context {
+	return context.WithValue(ctx, runKey{}, r)
+}
+
+func runFrom(ctx context.Context) *runTape {
+	r, _ := ctx.Value(runKey{}).(*runTape)
+	return r
 }
 
 // delta is the JSON of one token delta on bub.stream.<session>.<run>.

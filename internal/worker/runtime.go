@@ -152,17 +152,13 @@ func (rt *Runtime) systemPrompt(ctx context.Context, prompt string, state *bub.S
 // onDecision publishes every decision of a chained hook that changed or
 // stopped a call as a hook.decision event of the current run.
 func (rt *Runtime) onDecision(ctx context.Context, rec hooks.DecisionRecord) {
-	t := turnFrom(ctx)
-	if t == nil {
-		return
-	}
-	bus := t.currentBus()
-	if bus == nil {
+	run := runFrom(ctx)
+	if run == nil {
 		return
 	}
 	ev := decisionEvent(rec)
-	ev.Meta = events.Meta{RunID: rec.RunID, SessionID: t.in.Envelope.SessionID}
-	if _, err := events.Emit(ctx, bus, ev); err != nil {
+	ev.Meta = run.meta
+	if _, err := events.Emit(ctx, run.bus, ev); err != nil {
 		rt.log.Warn("worker.decision_event_failed", "err", err)
 	}
 }

@@ -3,8 +3,6 @@ package worker
 import (
 	"context"
 	"sync"
-
-	"github.com/bubbus/bub/pkg/events"
 )
 
 // turn is the per-delivery scope the runtime keeps in the context of a
@@ -15,8 +13,6 @@ type turn struct {
 
 	mu      sync.Mutex
 	flushes []func(context.Context) error // event attachments of the turn's runs
-	bus     *events.Bus                   // the current run's bus, for hook decisions
-	ran     bool                          // a run started (the recorder will see it)
 }
 
 type turnKey struct{}
@@ -30,23 +26,10 @@ func turnFrom(ctx context.Context) *turn {
 	return t
 }
 
-func (t *turn) startRun(bus *events.Bus, flush func(context.Context) error) {
+func (t *turn) addFlush(flush func(context.Context) error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.flushes = append(t.flushes, flush)
-	t.bus, t.ran = bus, true
-}
-
-func (t *turn) endRun() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.bus = nil
-}
-
-func (t *turn) currentBus() *events.Bus {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.bus
 }
 
 // flush waits until every event the turn's runs published is acknowledged.

@@ -19,3 +19,23 @@ type Tape interface {
 	Reset(ctx context.Context, archive bool) (string, error)
 	AppendEvent(ctx context.Context, name string, data map[string]any) error
 }
+
+// Spawner runs a subagent (the subagent tool): a nested agent run on its
+// own session, returning its text output.
+type Spawner interface {
+	Spawn(ctx context.Context, req SpawnRequest) (string, error)
+}
+
+// SpawnRequest describes one subagent run.
+type SpawnRequest struct {
+	Prompt string
+	// Model overrides the parent's model when non-empty.
+	Model string
+	// Session is the subagent's session id (sessions under "temp/" are
+	// never recorded).
+	Session string
+	// AllowedTools limits the subagent's tools (runtime names); nil = all.
+	AllowedTools []string
+	// AllowedSkills limits the skills it may use; nil = all.
+	AllowedSkills []string
+}

@@ -100,6 +100,8 @@ type Context struct {
 	Workspace string
 	// Tape is the session tape; nil when the call has none.
 	Tape Tape
+	// Spawner runs subagents; nil when the call cannot.
+	Spawner Spawner
 }
 
 // WorkspaceDir returns Workspace, else the state's workspace, else "".

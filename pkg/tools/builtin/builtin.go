@@ -23,11 +23,13 @@ type Options struct {
 	// shells: stopping the session's other tasks (Bub's
 	// quit_via_channel_router). Nil means there is nothing more to stop.
 	Quit func(ctx context.Context, sessionID string) error
+
+	registry *tools.Registry // set by Register, for the subagent tool
 }
 
 // toolsets lists the builtin tool groups, one per file. A group added in
 // its own file (tape.*, skill, subagent, spill.read) is one more entry.
-var toolsets = []func(Options) []tools.Tool{shellTools, fsTools, webTools, sessionTools, tapeTools}
+var toolsets = []func(Options) []tools.Tool{shellTools, fsTools, webTools, sessionTools, tapeTools, subagentTools}
 
 // Register adds the builtin tools to reg. It fails when opts.Shells is
 // nil or a tool cannot be registered (e.g. its name is taken).
@@ -35,6 +37,7 @@ func Register(reg *tools.Registry, opts Options) error {
 	if opts.Shells == nil {
 		return errors.New("register builtin tools: Options.Shells is required")
 	}
+	opts.registry = reg
 	var errs []error
 	for _, set := range toolsets {
 		for _, t := range set(opts) {

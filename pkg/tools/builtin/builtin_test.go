@@ -17,11 +17,14 @@ func TestRegister(t *testing.T) {
 	for _, tl := range e.reg.All() {
 		all = append(all, tl.Name)
 	}
-	wantAll := []string{"bash", "bash.kill", "bash.output", "fs.edit", "fs.read", "fs.write", "help", "model", "quit", "reasoning_effort", "web.fetch"}
+	wantAll := []string{"bash", "bash.kill", "bash.output", "fs.edit", "fs.read", "fs.write", "help", "model", "quit", "reasoning_effort",
+		"subagent", "tape.anchors", "tape.handoff", "tape.info", "tape.reset", "tape.search", "web.fetch"}
 	if !slices.Equal(all, wantAll) {
 		t.Errorf("registered %v, want %v", all, wantAll)
 	}
-	wantModel := []string{"bash", "bash_kill", "bash_output", "fs_edit", "fs_read", "fs_write", "web_fetch"}
+	// Bub's model-visible set, less skill and spill_read (not built).
+	wantModel := []string{"bash", "bash_kill", "bash_output", "fs_edit", "fs_read", "fs_write", "subagent",
+		"tape_anchors", "tape_handoff", "tape_info", "tape_reset", "tape_search", "web_fetch"}
 	if got := e.reg.ModelNames(); !slices.Equal(got, wantModel) {
 		t.Errorf("model-visible tools %v, want %v", got, wantModel)
 	}
