@@ -85,8 +85,11 @@ type Run struct {
 	// OnDelta, when set, receives text and reasoning deltas as they
 	// stream.
 	OnDelta func(llm.Delta)
-	// AllowedTools limits the tools offered (runtime or model names; nil =
-	// all).
+	// AllowedTools limits the tools offered to the model (nil = all):
+	// runtime or model-facing names, trimmed and matched in any case, as
+	// Bub's resolve_tool_names does. An unknown name fails the run's
+	// first step. The model can run only the offered tools; a call to any
+	// other gets Bub's "Unknown tool name" error as its result.
 	AllowedTools []string
 	// ToolContext adds fields to each tool call's context (may be nil).
 	ToolContext func(*tools.Context)

@@ -22,7 +22,8 @@ func (a *Agent) command(ctx context.Context, r *Run, line string) (Output, error
 	var out string
 	if err == nil {
 		var res *tools.Result
-		res, err = a.executeCall(ctx, r, tools.Call{RunID: r.RunID, Tool: inv.Tool.ModelName(), Arguments: inv.Args}, &inv.Tool, nil)
+		name := inv.Tool.ModelName()
+		res, err = a.executeCall(ctx, r, tools.Call{RunID: r.RunID, Tool: name, Arguments: inv.Args}, map[string]tools.Tool{name: inv.Tool}, nil)
 		if res != nil && res.Err != nil {
 			err = res.Err
 		}

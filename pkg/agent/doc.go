@@ -9,4 +9,27 @@
 // turn around a run (resolve_session … dispatch_outbound)? See package
 // framework. For the model side see package llm; for tools see package
 // tools.
+//
+// # Guarantees
+//
+// The tests of this package pin them:
+//
+//   - Events: a run emits RunStarted, then per step StepStarted,
+//     MessagesPending, LLMCallStarted, LLMCallFinished, the tool events,
+//     ChatFinished, MessagesPending at step end (no tool calls only) and
+//     StepFinished, then RunFinished. Once RunStarted was emitted
+//     RunFinished is too, and every StepStarted gets its StepFinished,
+//     except on cancellation. A handler's error fails the run.
+//   - Exactly once: LLMCallFinished for every provider call that completed
+//     or failed, ToolCallFinished for every tool call that succeeded,
+//     failed, was denied or replaced; neither when ctx was cancelled, and
+//     no LLMCallFinished for a call a finish decision skipped.
+//   - Tools: the calls of one response run concurrently, results keep call
+//     order, every failure (unknown or not-allowed tool, malformed or
+//     invalid arguments, handler error or panic, deny) reaches the model
+//     as {kind, message, details?} and never fails the run.
+//   - A context-length error hands off once per run and retries the
+//     original prompt; MaxSteps bounds the steps ([ErrMaxSteps]).
+//   - Comma commands run one tool between the tool events and end with
+//     CommandFinished; every failure, a deny included, is the run's error.
 package agent

@@ -192,6 +192,7 @@ func (b *logBuffer) String() string {
 type env struct {
 	t        *testing.T
 	srv      *fakellm.Server // nil with the echo model
+	srvBase  string          // the fake server's OpenAI base URL
 	models   agent.Models
 	tools    *tools.Registry
 	hooks    *hooks.Registry[tape.Store, tape.Context]
@@ -199,6 +200,7 @@ type env struct {
 	settings agent.Settings
 	system   agent.SystemPrompt
 	steer    agent.Steering
+	early    []func(*events.Bus) // registrations before the adapter's
 	bus      *events.Bus
 	tape     *testTape
 	log      *eventLog
@@ -236,6 +238,12 @@ func withSteering(s agent.Steering) option { return func(e *env) { e.steer = s }
 
 func withSystem(s agent.SystemPrompt) option { return func(e *env) { e.system = s } }
 
+// withEarlyHandler registers handlers on the bus before the AgentPlugins
+// adapter (and after the event log).
+func withEarlyHandler(f func(*events.Bus)) option {
+	return func(e *env) { e.early = append(e.early, f) }
+}
+
 // echoModel replaces the fake server with the echo model.
 func echoModel() option {
 	return func(e *env) {
@@ -260,6 +268,7 @@ func newEnv(t *testing.T, steps []fakellm.Step, opts ...option) *env {
 	e := &env{
 		t:        t,
 		srv:      srv,
+		srvBase:  base,
 		models:   router,
 		tools:    &tools.Registry{},
 		hookLogs: &logBuffer{},
@@ -274,6 +283,9 @@ func newEnv(t *testing.T, steps []fakellm.Step, opts ...option) *env {
 		o(e)
 	}
 	events.On(e.bus, e.log.handle)
+	for _, f := range e.early {
+		f(e.bus)
+	}
 	agent.Plugins(e.bus, e.hooks, e.steer)
 	e.bus.OnEmitted(e.tape.record)
 	t.Cleanup(func() {
@@ -389,7 +401,7 @@ func stringParams(names ...string) map[string]any {
 }
 
 func tool(name string, params map[string]any, h tools.Handler) tools.Tool {
-	return tools.Tool{Name: name, Description: "test tool " + name, Parameters: params, Order: nil, Handler: h}
+	return tools.Tool{Name: name, Description: "test tool " + name, Parameters: params, Handler: h}
 }
 
 // upperTool returns its "text" argument upper-cased and counts its calls.

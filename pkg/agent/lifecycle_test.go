@@ -122,3 +122,22 @@ func TestHandlerErrorFailsRun(t *testing.T) {
 		})
 	}
 }
+
+// TestRunEchoModel: the echo model answers through the real router with
+// the prompt, streamed in deltas, with usage.
+func TestRunEchoModel(t *testing.T) {
+	e := newEnv(t, nil, echoModel())
+	out := e.mustRun("hello echo world")
+	if out.Text != "hello echo world" || !out.OK || out.Usage == nil || out.Usage.CompletionTokens != 3 {
+		t.Errorf("output %+v", out)
+	}
+	e.mu.Lock()
+	n := len(e.deltas)
+	e.mu.Unlock()
+	if n != 3 || e.text() != "hello echo world" {
+		t.Errorf("%d deltas streaming %q", n, e.text())
+	}
+	if chat := eventsOf[*events.ChatFinished](e.log)[0]; chat.Model != "echo:echo" || chat.Provider != "echo" {
+		t.Errorf("ChatFinished model %q provider %q", chat.Model, chat.Provider)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"regexp"
 	"strings"
 	"time"
@@ -57,7 +58,10 @@ func (r *Run) model(s Settings) string {
 }
 
 // loop is Bub's agent loop: steps until one ends without tool calls and
-// without pending messages, emitting RunStarted … RunFinished.
+// without pending messages, emitting RunStarted … RunFinished. Once
+// RunStarted was emitted, RunFinished is too, whatever happened (a failing
+// RunStarted handler included), and every StepStarted gets its
+// StepFinished unless the run was cancelled.
 func (a *Agent) loop(ctx context.Context, r *Run) (out Output, err error) {
 	start := time.Now()
 	model := r.model(a.settings)
@@ -69,22 +73,10 @@ func (a *Agent) loop(ctx context.Context, r *Run) (out Output, err error) {
 	if skills, ok := r.State.Get(bub.StateAllowedSkills); ok {
 		meta["allowed_skills"] = skills
 	}
+	defer r.finish(ctx, start, &out, &err)
 	if _, err := events.Emit(ctx, r.Bus, &events.RunStarted{Meta: r.meta(), Prompt: r.Prompt, Model: model, Metadata: meta}); err != nil {
-		return Output{}, err
+		return out, err
 	}
-	defer func() {
-		status := events.RunOK
-		switch {
-		case ctx.Err() != nil:
-			status = events.RunCancelled
-		case err != nil:
-			status = events.RunError
-		}
-		fin := &events.RunFinished{Meta: r.meta(), Status: status, Steps: out.Steps, DurationMS: time.Since(start).Milliseconds(), Err: err}
-		if _, ferr := events.Emit(context.WithoutCancel(ctx), r.Bus, fin); ferr != nil && err == nil {
-			err = ferr
-		}
-	}()
 
 	prompt := r.Prompt
 	var carried []llm.Message // messages appended at the previous step's end
@@ -93,22 +85,21 @@ func (a *Agent) loop(ctx context.Context, r *Run) (out Output, err error) {
 	for step := 1; a.settings.MaxSteps == 0 || step <= a.settings.MaxSteps; step++ {
 		out.Steps = step
 		stepStart := time.Now()
-		if _, err := events.Emit(ctx, r.Bus, &events.StepStarted{Meta: r.meta(), Step: step, Prompt: prompt}); err != nil {
-			return out, err
-		}
-		res, err := a.step(ctx, r, step, model, prompt, carried)
+		res, err := a.runStep(ctx, r, step, model, prompt, carried)
 		carried = nil
 		elapsed := func() int64 { return time.Since(stepStart).Milliseconds() }
 		if err != nil {
 			if ctx.Err() != nil {
 				return out, err
 			}
-			if !handoffUsed && contextOverflow.MatchString(err.Error()) {
+			if !handoffUsed && overflowed(err) {
 				handoffUsed = true
 				if herr := r.Tape.Handoff(ctx, "auto_handoff/context_overflow", map[string]any{
 					"reason": "context_length_exceeded", "error": err.Error(),
 				}); herr != nil {
-					return out, errors.Join(err, herr)
+					err = errors.Join(err, herr)
+					_, _ = events.Emit(ctx, r.Bus, &events.StepFinished{Meta: r.meta(), Step: step, Status: events.StepError, Err: err, ElapsedMS: elapsed()})
+					return out, err
 				}
 				if _, eerr := events.Emit(ctx, r.Bus, &events.StepFinished{Meta: r.meta(), Step: step, Status: events.StepAutoHandoff, Err: err, ElapsedMS: elapsed()}); eerr != nil {
 					return out, eerr
@@ -123,16 +114,8 @@ func (a *Agent) loop(ctx context.Context, r *Run) (out Output, err error) {
 		if res.text != "" {
 			texts = append(texts, res.text)
 		}
-		more := len(res.toolCalls) > 0
-		if !more {
-			pending, err := events.Emit(ctx, r.Bus, &events.MessagesPending{Meta: r.meta(), Step: step, AtStepEnd: true})
-			if err != nil {
-				return out, err
-			}
-			carried = pending.Messages
-			more = len(carried) > 0
-		}
-		if !more {
+		carried = res.pending
+		if len(res.toolCalls) == 0 && len(carried) == 0 {
 			if _, err := events.Emit(ctx, r.Bus, &events.StepFinished{Meta: r.meta(), Step: step, Status: events.StepOK, ElapsedMS: elapsed()}); err != nil {
 				return out, err
 			}
@@ -146,6 +129,58 @@ func (a *Agent) loop(ctx context.Context, r *Run) (out Output, err error) {
 		prompt = llm.Text(fin.NextPrompt)
 	}
 	return out, fmt.Errorf("%w=%d", ErrMaxSteps, a.settings.MaxSteps)
+}
+
+// runStep is what happens between StepStarted and StepFinished: the model
+// call and its tools ([Agent.step]), then, when the model called no tool,
+// MessagesPending at step end, whose messages make the run continue.
+func (a *Agent) runStep(ctx context.Context, r *Run, step int, model string, prompt llm.Content, carried []llm.Message) (stepResult, error) {
+	if _, err := events.Emit(ctx, r.Bus, &events.StepStarted{Meta: r.meta(), Step: step, Prompt: prompt}); err != nil {
+		return stepResult{}, err
+	}
+	res, err := a.step(ctx, r, step, model, prompt, carried)
+	if err != nil || len(res.toolCalls) > 0 {
+		return res, err
+	}
+	pending, err := events.Emit(ctx, r.Bus, &events.MessagesPending{Meta: r.meta(), Step: step, AtStepEnd: true})
+	if err != nil {
+		return stepResult{}, err
+	}
+	res.pending = pending.Messages
+	return res, nil
+}
+
+// finish emits RunFinished: status cancelled when the run failed because
+// ctx ended, error when it failed otherwise. A RunFinished handler's error
+// fails a run that had succeeded; a failed run's output is never OK.
+func (r *Run) finish(ctx context.Context, start time.Time, out *Output, err *error) {
+	status := events.RunOK
+	switch {
+	case *err != nil && ctx.Err() != nil:
+		status = events.RunCancelled
+	case *err != nil:
+		status = events.RunError
+	}
+	fin := &events.RunFinished{Meta: r.meta(), Status: status, Steps: out.Steps, DurationMS: time.Since(start).Milliseconds(), Err: *err}
+	if _, ferr := events.Emit(context.WithoutCancel(ctx), r.Bus, fin); ferr != nil && *err == nil {
+		*err = ferr
+	}
+	if *err != nil {
+		out.OK = false
+	}
+}
+
+// overflowed reports whether a step's error means the context is too long
+// (Bub's auto-handoff pattern). A rate limit (HTTP 429) never does,
+// although OpenAI's says "tokens per min (TPM): Limit …", which the
+// pattern matches: a handoff would cut the session's context because of a
+// temporary condition.
+func overflowed(err error) bool {
+	var be *bub.Error
+	if errors.As(err, &be) && be.Details["status_code"] == http.StatusTooManyRequests {
+		return false
+	}
+	return contextOverflow.MatchString(err.Error())
 }
 
 func nilIfEmpty(s []string) any {

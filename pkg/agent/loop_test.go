@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +20,8 @@ import (
 	"github.com/bubbus/bub/pkg/events"
 	"github.com/bubbus/bub/pkg/hooks"
 	"github.com/bubbus/bub/pkg/llm"
+	"github.com/bubbus/bub/pkg/llm/openai"
+	"github.com/bubbus/bub/pkg/llm/providers"
 	"github.com/bubbus/bub/pkg/tape"
 	"github.com/bubbus/bub/pkg/tools"
 	"github.com/bubbus/bub/pkg/tools/builtin"
@@ -211,6 +214,49 @@ func TestContinuePrompt(t *testing.T) {
 	}
 }
 
+// TestContinuePromptUsageIsTheStepsOwn: continue_prompt gets the usage of
+// the step that just finished, nil when a finish decision skipped its
+// provider call, never an earlier step's.
+func TestContinuePromptUsageIsTheStepsOwn(t *testing.T) {
+	var calls countCalls
+	var mu sync.Mutex
+	var usages []*llm.Usage
+	cont := continuer{"cont", func(_ context.Context, in hooks.ContinuePromptInput) (string, bool, error) {
+		mu.Lock()
+		usages = append(usages, in.Usage)
+		mu.Unlock()
+		return fmt.Sprintf("continue after step %d", in.Step), true, nil
+	}}
+	e := newEnv(t, []fakellm.Step{
+		{ToolCalls: []fakellm.ToolCall{call("text_upper", `{"text":"a"}`)}, Usage: &fakellm.Usage{PromptTokens: 11, TotalTokens: 11}},
+		{Text: "done"},
+	}, withTools(upperTool(&calls)), withPlugins(cont))
+	events.On(e.bus, func(_ context.Context, ev *events.LLMCallStarted) error {
+		if userTexts(llmRequest(ev.Request))[len(userTexts(llmRequest(ev.Request)))-1] == "continue after step 1" {
+			ev.Decision = llm.Finish("skipped")
+		}
+		return nil
+	})
+	ends := 0
+	events.On(e.bus, func(_ context.Context, ev *events.MessagesPending) error {
+		if ev.AtStepEnd && ends == 0 {
+			ends++
+			ev.AppendUser(llm.Text("more"))
+		}
+		return nil
+	})
+	out := e.mustRun("go")
+	if out.Steps != 3 || len(usages) != 2 {
+		t.Fatalf("%d steps, continue_prompt ran %d times", out.Steps, len(usages))
+	}
+	if usages[0] == nil || usages[0].PromptTokens != 11 || usages[1] != nil {
+		t.Errorf("continue_prompt usages %+v, %+v; want step 1's, then nil", usages[0], usages[1])
+	}
+}
+
+// llmRequest wraps a request's messages for userTexts.
+func llmRequest(r llm.Request) fakellm.Request { return fakellm.Request{Messages: r.Messages} }
+
 // TestMaxSteps: a run that uses every allowed step fails with an error
 // wrapping ErrMaxSteps.
 func TestMaxSteps(t *testing.T) {
@@ -296,12 +342,14 @@ func TestContextOverflowHandoff(t *testing.T) {
 		if got := userTexts(reqs[1]); got[len(got)-1] != agent.DefaultContinuePrompt {
 			t.Errorf("overflowing request's prompt %q", got)
 		}
-		// After the handoff the context starts at the new anchor: the
-		// anchor message and the original prompt, nothing older.
+		// After the handoff the context starts after the new anchor: the
+		// system prompt and the original prompt, none of step 1.
 		third := reqs[2].Messages
-		if len(third) != 3 || third[0].Role != llm.RoleSystem || !strings.HasPrefix(third[1].Content.PlainText(), "[Anchor created: auto_handoff/context_overflow]") ||
-			third[2].Role != llm.RoleUser || third[2].Content.PlainText() != "the big task" {
+		if len(third) != 2 || third[0].Role != llm.RoleSystem || third[1].Role != llm.RoleUser || third[1].Content.PlainText() != "the big task" {
 			t.Errorf("retry request messages %+v", third)
+		}
+		if n := len(reqs[1].Messages); n != 5 { // system, prompt, tool call, tool result, continue prompt
+			t.Errorf("overflowing request has %d messages", n)
 		}
 		anchors := anchorsNamed(e.tape.entries(t), "auto_handoff/context_overflow")
 		if len(anchors) != 1 {
@@ -332,6 +380,34 @@ func TestContextOverflowHandoff(t *testing.T) {
 			t.Errorf("%d requests", n)
 		}
 	})
+}
+
+// TestRateLimitIsNoOverflow: a rate-limit error whose text matches the
+// context-length pattern ("tokens per min (TPM): Limit") fails the step
+// without a handoff.
+func TestRateLimitIsNoOverflow(t *testing.T) {
+	e := newEnv(t, []fakellm.Step{
+		{Error: &fakellm.Error{Status: 429, Message: "Rate limit reached for fake on tokens per min (TPM): Limit 30000, Used 29000, Requested 2000.", Type: "tokens", Code: "rate_limit_exceeded"}},
+		{Text: "never"},
+	})
+	// No SDK retries: the first 429 is the answer.
+	router, err := providers.NewRouter(llm.Config{Model: "openai:fake", APIBase: e.srvBase, APIKey: "x"},
+		llm.WithFactory(openai.Factory(openai.WithMaxRetries(0))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.models = router
+	_, err = e.run("hi")
+	if err == nil || !strings.Contains(err.Error(), "HTTP 429") {
+		t.Fatalf("err = %v", err)
+	}
+	var statuses []string
+	for _, f := range eventsOf[*events.StepFinished](e.log) {
+		statuses = append(statuses, f.Status)
+	}
+	if !slices.Equal(statuses, []string{"error"}) || len(anchorsNamed(e.tape.entries(t), "auto_handoff/context_overflow")) != 0 {
+		t.Errorf("step statuses %v, tape %v", statuses, kinds(e.tape.entries(t)))
+	}
 }
 
 func anchorsNamed(es []tape.Entry, name string) []tape.Entry {
@@ -397,11 +473,10 @@ func TestCancellation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 			defer cancel()
-			var afterLLMs, afterTools int
-			var mu sync.Mutex
+			var afterLLMs, afterTools atomic.Int32
 			e := newEnv(t, tc.steps, withTools(blocking(&cancel)), withPlugins(
-				afterLLM{"after-llm", func(context.Context, hooks.AfterLLMCallInput) error { mu.Lock(); afterLLMs++; mu.Unlock(); return nil }},
-				afterTool{"after-tool", func(context.Context, hooks.AfterToolCallInput) error { mu.Lock(); afterTools++; mu.Unlock(); return nil }},
+				afterLLM{"after-llm", func(context.Context, hooks.AfterLLMCallInput) error { afterLLMs.Add(1); return nil }},
+				afterTool{"after-tool", func(context.Context, hooks.AfterToolCallInput) error { afterTools.Add(1); return nil }},
 			))
 			r := e.newRun("hi")
 			tc.arm(e, cancel, &r)
@@ -417,11 +492,11 @@ func TestCancellation(t *testing.T) {
 			}
 			// The tool step's model call completed before the tool ran.
 			wantLLMFin := tc.wantToolStart
-			if n := len(eventsOf[*events.LLMCallFinished](e.log)); n != wantLLMFin || afterLLMs != wantLLMFin {
-				t.Errorf("%d LLMCallFinished, after_llm_call ran %d times; want %d", n, afterLLMs, wantLLMFin)
+			if n := len(eventsOf[*events.LLMCallFinished](e.log)); n != wantLLMFin || int(afterLLMs.Load()) != wantLLMFin {
+				t.Errorf("%d LLMCallFinished, after_llm_call ran %d times; want %d", n, afterLLMs.Load(), wantLLMFin)
 			}
-			if n := len(eventsOf[*events.ToolCallFinished](e.log)); n != 0 || afterTools != 0 {
-				t.Errorf("%d ToolCallFinished, after_tool_call ran %d times after cancellation", n, afterTools)
+			if n := len(eventsOf[*events.ToolCallFinished](e.log)); n != 0 || afterTools.Load() != 0 {
+				t.Errorf("%d ToolCallFinished, after_tool_call ran %d times after cancellation", n, afterTools.Load())
 			}
 			if n := len(eventsOf[*events.ChatFinished](e.log)); n != 0 {
 				t.Errorf("%d ChatFinished", n)
@@ -467,20 +542,20 @@ func TestModelSelection(t *testing.T) {
 	if _, err := a.Run(ctx, e.newRun("one", func(r *agent.Run) { r.Model = "openai:explicit" })); err != nil {
 		t.Fatal(err)
 	}
-	e2 := newEnv(t, nil)
-	e2.srv, e2.models = e.srv, e.models // same server, fresh bus and tape
-	if _, err := a.Run(ctx, e2.newRun("two")); err != nil {
+	if _, err := a.Run(ctx, e.newRun("two")); err != nil {
 		t.Fatal(err)
 	}
 	reqs := e.requests()
 	if len(reqs) != 2 || reqs[0].Model != "explicit" || reqs[1].Model != "fake" {
 		t.Fatalf("models %q, %q", reqs[0].Model, reqs[1].Model)
 	}
-	if m := eventsOf[*events.RunStarted](e.log)[0].Model; m != "openai:explicit" {
-		t.Errorf("RunStarted model %q", m)
+	started := eventsOf[*events.RunStarted](e.log)
+	if started[0].Model != "openai:explicit" || started[1].Model != "openai:fake" {
+		t.Errorf("RunStarted models %q, %q", started[0].Model, started[1].Model)
 	}
-	if m := eventsOf[*events.RunStarted](e2.log)[0].Model; m != "openai:fake" {
-		t.Errorf("RunStarted model %q", m)
+	// The second run sees the first one's interaction.
+	if got := userTexts(reqs[1]); !slices.Equal(got, []string{"one", "two"}) {
+		t.Errorf("second run's user messages %q", got)
 	}
 }
 
@@ -568,5 +643,47 @@ func TestSystemPrompt(t *testing.T) {
 	want := "You answer \"hi\" for session-test.\n\n<available_tools>\n- text_upper(text): test tool text.upper\n</available_tools>"
 	if got := e.requests()[0].Messages[0]; got.Role != llm.RoleSystem || got.Content.PlainText() != want {
 		t.Errorf("system message %+v\nwant %q", got, want)
+	}
+}
+
+// failingTape is a tape whose context cannot be read.
+type failingTape struct {
+	*testTape
+	err error
+}
+
+func (f failingTape) ReadMessages(context.Context) ([]llm.Message, error) { return nil, f.err }
+
+// TestContextReadError: when the tape context cannot be read, the step
+// records ChatFinished with the system prompt and the error (as both the
+// context error and the step's error, like Bub's record_chat), calls no
+// model and fails the run.
+func TestContextReadError(t *testing.T) {
+	var calls countCalls
+	readErr := &bub.Error{Kind: bub.KindNotFound, Message: "No anchors found in tape."}
+	e := newEnv(t, nil, withTools(upperTool(&calls)))
+	_, err := e.run("hi", func(r *agent.Run) { r.Tape = failingTape{e.tape, readErr} })
+	if !errors.Is(err, readErr) {
+		t.Fatalf("err = %v", err)
+	}
+	want := []string{"RunStarted", "StepStarted", "MessagesPending(start)", "ChatFinished", "StepFinished(error)", "RunFinished(error)"}
+	if got := e.log.labels(); !slices.Equal(got, want) {
+		t.Errorf("events\n got %v\nwant %v", got, want)
+	}
+	chat := eventsOf[*events.ChatFinished](e.log)[0]
+	if chat.ContextErr != readErr || chat.Err != readErr || chat.NewMessages != nil || !strings.Contains(chat.SystemPrompt, "text_upper") {
+		t.Errorf("ChatFinished %+v", chat)
+	}
+	if n := len(e.requests()); n != 0 {
+		t.Errorf("%d requests", n)
+	}
+	var got []string
+	for _, en := range e.tape.entries(t) {
+		if en.Kind != tape.KindEvent || en.Payload["name"] == "run" {
+			got = append(got, en.Kind)
+		}
+	}
+	if !slices.Equal(got, []string{tape.KindAnchor, tape.KindSystem, tape.KindError, tape.KindEvent}) {
+		t.Errorf("recorded %v", got)
 	}
 }

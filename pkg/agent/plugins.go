@@ -36,10 +36,12 @@ type Steering interface {
 //     Request; finish sets Decision);
 //   - after_llm_call → LLMCallFinished;
 //   - before_tool_call → ToolCallStarted (proceed with arguments replaces
-//     Call; deny and replace set Decision);
+//     Call; deny and replace set Decision); the hooks see the arguments of
+//     a proceed decision an earlier handler set;
 //   - after_tool_call → ToolCallFinished (may assign Result.Result);
 //   - continue_prompt → StepFinished with status continue (sets
-//     NextPrompt);
+//     NextPrompt), given the step's prompt and the usage of the step's
+//     provider call (nil when it made none);
 //   - the steering inbox → MessagesPending (drains and appends).
 //
 // It returns a function that removes every handler. steer may be nil.
@@ -50,7 +52,7 @@ func Plugins(bus *events.Bus, hk Interceptors, steer Steering) (off func()) {
 	offs := []func(){
 		events.On(bus, func(_ context.Context, e *events.StepStarted) error {
 			mu.Lock()
-			prompt = e.Prompt
+			prompt, usage = e.Prompt, nil
 			mu.Unlock()
 			return nil
 		}),
@@ -66,7 +68,14 @@ func Plugins(bus *events.Bus, hk Interceptors, steer Steering) (off func()) {
 			return hk.AfterLLMCall(ctx, hooks.AfterLLMCallInput{Request: e.Request, Result: e.Result, State: e.State})
 		}),
 		events.On(bus, func(ctx context.Context, e *events.ToolCallStarted) error {
-			call, dec, err := hk.BeforeToolCall(ctx, hooks.BeforeToolCallInput{Call: e.Call, State: e.State})
+			// A decision set by an earlier handler can only be a proceed
+			// (deny and replace stop the event): apply its arguments, as the
+			// hook chain does, so they are not lost.
+			in := e.Call
+			if d := e.Decision; d != nil && d.Arguments != nil {
+				in = in.WithArguments(d.Arguments)
+			}
+			call, dec, err := hk.BeforeToolCall(ctx, hooks.BeforeToolCallInput{Call: in, State: e.State})
 			e.Call, e.Decision = call, dec
 			return err
 		}),

@@ -17,14 +17,21 @@ type stepResult struct {
 	text      string
 	toolCalls []llm.ToolCall
 	usage     *llm.Usage
+	// pending are the messages MessagesPending handlers appended at step
+	// end (see [Agent.runStep]).
+	pending []llm.Message
 }
 
 // step is one model call and the tool calls it asked for (Bub's
-// ModelRunner.run): build the system prompt and messages, let
-// LLMCallStarted handlers change or finish the request, call the provider,
-// run the tools concurrently, and emit ChatFinished with what to record.
+// ModelRunner.run): resolve the offered tools, build the system prompt and
+// messages, let LLMCallStarted handlers change or finish the request, call
+// the provider, run the tools concurrently, and emit ChatFinished with
+// what to record.
 func (a *Agent) step(ctx context.Context, r *Run, step int, model string, prompt llm.Content, carried []llm.Message) (stepResult, error) {
-	offered := a.offeredTools(r.AllowedTools)
+	offered, err := a.offeredTools(r.AllowedTools)
+	if err != nil {
+		return stepResult{}, err
+	}
 	system, err := a.systemPrompt(ctx, r, prompt, offered)
 	if err != nil {
 		return stepResult{}, err
@@ -38,7 +45,7 @@ func (a *Agent) step(ctx context.Context, r *Run, step int, model string, prompt
 
 	history, err := r.Tape.ReadMessages(ctx)
 	if err != nil {
-		chat.ContextErr = err
+		chat.ContextErr, chat.Err = err, err
 		if _, eerr := events.Emit(ctx, r.Bus, chat); eerr != nil {
 			return stepResult{}, eerr
 		}
@@ -92,7 +99,7 @@ func (a *Agent) step(ctx context.Context, r *Run, step int, model string, prompt
 		_, err := events.Emit(ctx, r.Bus, chat)
 		return out, err
 	}
-	results, err := a.runTools(ctx, r, resp.ToolCalls)
+	results, err := a.runTools(ctx, r, byModelName(offered), resp.ToolCalls)
 	if err != nil {
 		return stepResult{}, err
 	}
@@ -122,13 +129,20 @@ func (a *Agent) systemPrompt(ctx context.Context, r *Run, prompt llm.Content, of
 	return strings.Join(nonEmpty, "\n\n"), nil
 }
 
-// offeredTools returns the agent-usable tools, limited to allowed when set.
-func (a *Agent) offeredTools(allowed []string) []tools.Tool {
+// offeredTools returns the agent-usable tools, limited to allowed when it
+// is not nil. Allowed names resolve like Bub's resolve_tool_names (runtime
+// or model-facing names, trimmed, any case); an unknown one is an
+// *tools.UnknownToolsError.
+func (a *Agent) offeredTools(allowed []string) ([]tools.Tool, error) {
 	var ts []tools.Tool
 	if allowed == nil {
 		ts = a.tools.All()
 	} else {
-		ts = a.tools.Select(allowed)
+		names, err := a.tools.ResolveNames(allowed, nil)
+		if err != nil {
+			return nil, err
+		}
+		ts = a.tools.Select(names)
 	}
 	out := ts[:0:0]
 	for _, t := range ts {
@@ -136,7 +150,17 @@ func (a *Agent) offeredTools(allowed []string) []tools.Tool {
 			out = append(out, t)
 		}
 	}
-	return out
+	return out, nil
+}
+
+// byModelName indexes tools by model-facing name: the tools a model's call
+// may run.
+func byModelName(ts []tools.Tool) map[string]tools.Tool {
+	m := make(map[string]tools.Tool, len(ts))
+	for _, t := range ts {
+		m[t.ModelName()] = t
+	}
+	return m
 }
 
 func modelNames(ts []tools.Tool) []string {
@@ -155,16 +179,16 @@ func providerOf(model string) string {
 	return p
 }
 
-// runTools executes the calls of one model response concurrently and
-// returns their model-facing results in call order: the result value, or a
-// failed call's {kind, message, details?}.
-func (a *Agent) runTools(ctx context.Context, r *Run, calls []llm.ToolCall) ([]any, error) {
+// runTools executes the calls of one model response concurrently among
+// the offered tools and returns their model-facing results in call order:
+// the result value, or a failed call's {kind, message, details?}.
+func (a *Agent) runTools(ctx context.Context, r *Run, offered map[string]tools.Tool, calls []llm.ToolCall) ([]any, error) {
 	results := make([]any, len(calls))
 	errs := make([]error, len(calls))
 	var wg sync.WaitGroup
 	for i, tc := range calls {
 		wg.Go(func() {
-			res, err := a.execute(ctx, r, tools.Call{RunID: r.RunID, Tool: tc.Function.Name, CallID: tc.ID}, tc.Function.Arguments)
+			res, err := a.execute(ctx, r, offered, tools.Call{RunID: r.RunID, Tool: tc.Function.Name, CallID: tc.ID}, tc.Function.Arguments)
 			results[i], errs[i] = modelResult(res), err
 		})
 	}

@@ -16,16 +16,18 @@ import (
 // every completed call and none when ctx is cancelled. Malformed
 // arguments become a tool error for the model, never a failed run. The
 // returned error is a handler's error or ctx's.
-func (a *Agent) execute(ctx context.Context, r *Run, call tools.Call, raw string) (*tools.Result, error) {
+func (a *Agent) execute(ctx context.Context, r *Run, offered map[string]tools.Tool, call tools.Call, raw string) (*tools.Result, error) {
 	args, argErr := tools.DecodeArguments(raw)
 	call = call.WithArguments(args)
-	return a.executeCall(ctx, r, call, nil, argErr)
+	return a.executeCall(ctx, r, call, offered, argErr)
 }
 
-// executeCall runs call; tool, when not nil, is the tool to run (a comma
-// command may name a hidden tool), else it is looked up among the tools
-// offered to the model.
-func (a *Agent) executeCall(ctx context.Context, r *Run, call tools.Call, tool *tools.Tool, argErr error) (*tools.Result, error) {
+// executeCall runs call with the tool of runnable (keyed by model-facing
+// name) that the call names after the ToolCallStarted handlers: the tools
+// offered to the model, or a comma command's tool (which may be hidden).
+// A name runnable lacks runs Bub's unknown-tool placeholder, so a tool the
+// run does not allow never runs.
+func (a *Agent) executeCall(ctx context.Context, r *Run, call tools.Call, runnable map[string]tools.Tool, argErr error) (*tools.Result, error) {
 	started, err := events.Emit(ctx, r.Bus, &events.ToolCallStarted{Meta: r.meta(), Call: call})
 	if err != nil {
 		return nil, err
@@ -50,13 +52,8 @@ func (a *Agent) executeCall(ctx context.Context, r *Run, call tools.Call, tool *
 			res.Err = bub.AsError(argErr)
 			break
 		}
-		var t tools.Tool
-		switch found, ok := a.tools.Lookup(call.Tool); {
-		case tool != nil:
-			t = *tool
-		case ok:
-			t = found
-		default:
+		t, ok := runnable[call.Tool]
+		if !ok {
 			t = tools.UnknownTool(call.Tool)
 		}
 		out, terr := tools.Invoke(ctx, t, r.toolContext(), call.Arguments)

@@ -55,14 +55,18 @@ func Map(payload any, runID string, at time.Time) Batch {
 		}
 		return ev("loop.step", data, meta)
 	case *events.ChatFinishedData:
+		ctxErr, stepErr := bubError(p.ContextError), bubError(p.Error)
+		if stepErr == nil {
+			stepErr = ctxErr // the payload omits the error when it is the context error
+		}
 		entries := tape.ChatEntries(tape.ChatRecord{
 			RunID:        runID,
 			SystemPrompt: p.SystemPrompt,
-			ContextError: bubError(p.ContextError),
+			ContextError: ctxErr,
 			NewMessages:  p.NewMessages,
 			ToolCalls:    p.ToolCalls,
 			ToolResults:  p.ToolResults,
-			Error:        bubError(p.Error),
+			Error:        stepErr,
 			ResponseText: p.ResponseText,
 			Provider:     p.Provider,
 			Model:        p.Model,

@@ -87,8 +87,8 @@ func (t Tool) ParamNames() []string {
 // Context is what a tool handler gets besides its arguments (Bub's
 // ToolContext). The agent loop fills it per call; fields may be added.
 type Context struct {
-	// RunID correlates the call with tape entries ("run_command" for comma
-	// commands).
+	// RunID correlates the call with the tape entries of its run (comma
+	// commands included: they are runs of their own).
 	RunID string
 	// SessionID is the session of the turn; empty means the session_id
 	// key of State.
