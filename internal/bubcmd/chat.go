@@ -22,7 +22,7 @@ import (
 )
 
 func newChat(getenv cli.Getenv) *cobra.Command {
-	var common cli.Common
+	common := cli.Common{Quiet: true}
 	var wo stack.WorkerOptions
 	var session, chatID string
 	var wait time.Duration

@@ -22,7 +22,7 @@ func newEvents(getenv cli.Getenv) *cobra.Command {
 }
 
 func newEventsTail(getenv cli.Getenv) *cobra.Command {
-	var common cli.Common
+	common := cli.Common{Quiet: true}
 	var session, typ string
 	var asJSON bool
 	cmd := &cobra.Command{

@@ -11,7 +11,7 @@ import (
 )
 
 func newHooks(getenv cli.Getenv) *cobra.Command {
-	var common cli.Common
+	common := cli.Common{Quiet: true}
 	var wo stack.WorkerOptions
 	cmd := &cobra.Command{
 		Use:   "hooks",

@@ -16,7 +16,7 @@ import (
 )
 
 func newRun(getenv cli.Getenv) *cobra.Command {
-	var common cli.Common
+	common := cli.Common{Quiet: true}
 	var wo stack.WorkerOptions
 	var session, channel, chatID, sender string
 	var wait time.Duration

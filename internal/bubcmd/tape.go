@@ -83,7 +83,7 @@ func (c *tapeClient) tape(session string) tape.Tape {
 // tapeCmd builds a tape subcommand that runs body with a tape client.
 func tapeCmd(getenv cli.Getenv, use, short string, args cobra.PositionalArgs, flags func(*cobra.Command),
 	body func(ctx context.Context, c *tapeClient, args []string, w io.Writer) error) *cobra.Command {
-	var common cli.Common
+	common := cli.Common{Quiet: true}
 	cmd := &cobra.Command{
 		Use: use, Short: short, Args: args,
 		RunE: func(cmd *cobra.Command, args []string) error {

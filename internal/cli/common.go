@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -33,6 +35,16 @@ type Common struct {
 	LogLevel string
 	// LogFormat is text or json (BUB_LOG_FORMAT, text).
 	LogFormat string
+	// Quiet makes warn the default log level (interactive commands, whose
+	// output is for people); services log info by default.
+	Quiet bool
+	// Topology sizes streams and consumers; every process of a deployment
+	// must agree, so it comes from the environment only: BUB_ACK_WAIT
+	// (worker ack wait), BUB_MAX_DELIVER, BUB_TURN_TTL (turn registry),
+	// BUB_RECORDER_ACK_WAIT. Filled in by Validate.
+	Topology natsx.Topology
+
+	getenv Getenv
 }
 
 // EnvOr returns getenv(key) when set, else def.
@@ -46,6 +58,7 @@ func EnvOr(getenv Getenv, key, def string) string {
 // Bind registers the common flags on fs with defaults taken from the
 // environment, so a flag beats BUB_* which beats the built-in default.
 func (c *Common) Bind(fs *pflag.FlagSet, getenv Getenv) {
+	c.getenv = getenv
 	home := ""
 	if h, err := os.UserHomeDir(); err == nil {
 		home = filepath.Join(h, ".bub")
@@ -61,7 +74,11 @@ func (c *Common) Bind(fs *pflag.FlagSet, getenv Getenv) {
 	fs.StringVar(&c.NATS.TLSCert, "nats-tls-cert", getenv("BUB_NATS_TLS_CERT"), "client TLS certificate (env BUB_NATS_TLS_CERT)")
 	fs.StringVar(&c.NATS.TLSKey, "nats-tls-key", getenv("BUB_NATS_TLS_KEY"), "client TLS key (env BUB_NATS_TLS_KEY)")
 	fs.StringVar(&c.NATS.TLSCA, "nats-tls-ca", getenv("BUB_NATS_TLS_CA"), "CA to trust for NATS TLS (env BUB_NATS_TLS_CA)")
-	fs.StringVar(&c.LogLevel, "log-level", EnvOr(getenv, "BUB_LOG_LEVEL", "info"), "debug, info, warn or error (env BUB_LOG_LEVEL)")
+	level := "info"
+	if c.Quiet {
+		level = "warn"
+	}
+	fs.StringVar(&c.LogLevel, "log-level", EnvOr(getenv, "BUB_LOG_LEVEL", level), "debug, info, warn or error (env BUB_LOG_LEVEL)")
 	fs.StringVar(&c.LogFormat, "log-format", EnvOr(getenv, "BUB_LOG_FORMAT", "text"), "text or json (env BUB_LOG_FORMAT)")
 }
 
@@ -79,6 +96,11 @@ func (c *Common) Validate() error {
 	}
 	if c.Home == "" {
 		errs = append(errs, errors.New("home directory is unknown: set --home or BUB_HOME"))
+	}
+	if c.getenv != nil {
+		t, err := TopologyFromEnv(c.getenv)
+		c.Topology = t
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -108,4 +130,44 @@ func parseLevel(s string) (slog.Level, error) {
 		return 0, fmt.Errorf("log level %q: want debug, info, warn or error", s)
 	}
 	return l, nil
+}
+
+// TopologyFromEnv reads the topology settings every process of a
+// deployment must share: BUB_ACK_WAIT, BUB_MAX_DELIVER, BUB_TURN_TTL and
+// BUB_RECORDER_ACK_WAIT (unset = the documented defaults).
+func TopologyFromEnv(getenv Getenv) (natsx.Topology, error) {
+	var t natsx.Topology
+	var errs []error
+	dur := func(key string, d *time.Duration) {
+		if v := getenv(key); v != "" {
+			p, err := time.ParseDuration(v)
+			if err != nil || p <= 0 {
+				errs = append(errs, fmt.Errorf("%s=%q: want a positive duration such as 30s", key, v))
+				return
+			}
+			*d = p
+		}
+	}
+	dur("BUB_ACK_WAIT", &t.WorkerAckWait)
+	dur("BUB_TURN_TTL", &t.TurnTTL)
+	dur("BUB_RECORDER_ACK_WAIT", &t.RecorderAckWait)
+	if v := getenv("BUB_MAX_DELIVER"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			errs = append(errs, fmt.Errorf("BUB_MAX_DELIVER=%q: want a positive number", v))
+		}
+		t.WorkerMaxDeliver = n
+	}
+	return t, errors.Join(errs...)
+}
+
+// DurationFromEnv returns the duration in getenv(key), def when unset or
+// invalid.
+func DurationFromEnv(getenv Getenv, key string, def time.Duration) time.Duration {
+	if v := getenv(key); v != "" {
+		if d, err := time.ParseDuration(v); err == nil && d > 0 {
+			return d
+		}
+	}
+	return def
 }
