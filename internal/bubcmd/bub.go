@@ -22,9 +22,13 @@ uses an embedded NATS server whose data lives in the bub home directory.`,
 		newChat(getenv),
 		newUp(getenv),
 		newEvents(getenv),
+		newStatus(getenv),
+		newHealthcheck(getenv),
 		newTape(getenv),
 		newHooks(getenv),
 		newFakeLLM(getenv),
+		newBench(getenv),
+		newDLQ(getenv),
 	)
 	return root
 }

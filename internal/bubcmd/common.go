@@ -11,6 +11,11 @@ import (
 // runService connects a standalone service (which needs a NATS URL), runs
 // body and drains the connection afterwards.
 func runService(ctx context.Context, common *cli.Common, name string, log *slog.Logger, body func(*stack.Conn) error) error {
+	stopTelemetry, err := setupTelemetry(ctx, common, name, log)
+	if err != nil {
+		return err
+	}
+	defer stopTelemetry()
 	cl, err := stack.Open(common, false, "", log)
 	if err != nil {
 		return err

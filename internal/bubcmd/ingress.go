@@ -17,6 +17,7 @@ func bindIngress(fs *pflag.FlagSet, c *ingress.Config, getenv cli.Getenv) {
 	fs.Int64Var(&c.MaxBodyBytes, "max-body", 1<<20, "maximum request body in bytes")
 	fs.StringVar(&c.Token, "token", getenv("BUB_INGRESS_TOKEN"), "bearer token required from clients (env BUB_INGRESS_TOKEN)")
 	fs.DurationVar(&c.MaxWait, "max-wait", 5*time.Minute, "upper bound of ?wait=")
+	c.ShutdownGrace = cli.DurationFromEnv(getenv, "BUB_SHUTDOWN_GRACE", 0)
 }
 
 // NewIngress returns the ingress service command.

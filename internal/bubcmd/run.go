@@ -95,6 +95,11 @@ func printOutbounds(w io.Writer, outs []envelope.Envelope) {
 // turn's tape before stopping.
 func withStack(ctx context.Context, common *cli.Common, getenv cli.Getenv, wo stack.WorkerOptions, body func(context.Context, *client) error) error {
 	return withClient(ctx, common, getenv, func(ctx context.Context, c *client) error {
+		stopTelemetry, err := setupTelemetry(ctx, common, "bub", c.log)
+		if err != nil {
+			return err
+		}
+		defer stopTelemetry()
 		if !c.cluster.Embedded() {
 			return body(ctx, c)
 		}

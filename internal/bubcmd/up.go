@@ -40,6 +40,11 @@ serves NATS only, for running the service binaries separately.`,
 				}
 			}
 			log := common.Logger(cmd.ErrOrStderr())
+			stopTelemetry, err := setupTelemetry(cmd.Context(), &common, "bub", log)
+			if err != nil {
+				return err
+			}
+			defer stopTelemetry()
 			cl, err := stack.Open(&common, true, natsListen, log)
 			if err != nil {
 				return err
@@ -58,7 +63,7 @@ serves NATS only, for running the service binaries separately.`,
 				return err
 			}
 			defer conn.Close()
-			if err := natsx.EnsureTopology(ctx, conn.JS, conn.Names, natsx.Topology{}); err != nil {
+			if err := natsx.EnsureTopology(ctx, conn.JS, conn.Names, conn.Topology); err != nil {
 				return err
 			}
 			instance := cli.Instance(getenv)

@@ -4,22 +4,29 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/bubbus/bub/internal/cli"
 	"github.com/bubbus/bub/internal/stack"
+	"github.com/bubbus/bub/internal/telemetry"
+	"github.com/bubbus/bub/pkg/hooks/remote"
 	"github.com/bubbus/bub/pkg/llm"
 )
 
 // bindWorker registers the worker flags; models come from BUB_MODEL and
-// friends (see llm.ConfigFromEnv).
+// friends (see llm.ConfigFromEnv), remote interceptors from
+// BUB_INTERCEPTORS (see loadModels).
 func bindWorker(fs *pflag.FlagSet, o *stack.WorkerOptions, getenv cli.Getenv) {
 	wd, _ := os.Getwd()
 	fs.StringVar(&o.Workspace, "workspace", cli.EnvOr(getenv, "BUB_WORKSPACE", wd), "workspace directory the tools work in (env BUB_WORKSPACE)")
 	fs.IntVar(&o.Worker.Concurrency, "concurrency", envInt(getenv, "BUB_WORKER_CONCURRENCY", 256), "turns in flight per worker (env BUB_WORKER_CONCURRENCY)")
 	fs.IntVar(&o.Agent.MaxSteps, "max-steps", envInt(getenv, "BUB_MAX_STEPS", 0), "maximum agent steps per run, 0 = unlimited (env BUB_MAX_STEPS)")
+	o.CaptureContent = telemetry.CaptureContent(getenv)
+	fs.StringVar(&o.Admission, "admission", getenv("BUB_ADMISSION"), "admission policy for busy sessions: process, drop, follow_up or steer, optionally per channel (cli:steer,http:follow_up) (env BUB_ADMISSION)")
+	fs.DurationVar(&o.Worker.ShutdownGrace, "shutdown-grace", cli.DurationFromEnv(getenv, "BUB_SHUTDOWN_GRACE", 30*time.Second), "on SIGTERM, how long running turns may finish before they are handed back (env BUB_SHUTDOWN_GRACE)")
 }
 
 func envInt(getenv cli.Getenv, key string, def int) int {
@@ -31,13 +38,17 @@ func envInt(getenv cli.Getenv, key string, def int) int {
 	return def
 }
 
-// loadModels reads the model configuration from the environment.
+// loadModels reads the model configuration and the remote interceptors
+// (BUB_INTERCEPTORS, see remote.ConfigsFromEnv) from the environment.
 func loadModels(getenv cli.Getenv, o *stack.WorkerOptions) error {
 	cfg, err := llm.ConfigFromEnv(getenv)
 	if err != nil {
 		return fmt.Errorf("model configuration: %w", err)
 	}
 	o.Models = cfg
+	if o.Interceptors, err = remote.ConfigsFromEnv(getenv); err != nil {
+		return fmt.Errorf("interceptor configuration: %w", err)
+	}
 	return nil
 }
 
@@ -59,7 +70,7 @@ func NewWorker(getenv cli.Getenv) *cobra.Command {
 			}
 			log := common.Logger(cmd.ErrOrStderr()).With("service", "worker")
 			o.Instance = cli.Instance(getenv)
-			log.Info("worker.config", "nats", common.NATS, "models", o.Models, "workspace", o.Workspace)
+			log.Info("worker.config", "nats", common.NATS, "models", o.Models, "workspace", o.Workspace, "interceptors", o.Interceptors)
 			return runService(cmd.Context(), &common, "worker", log, func(conn *stack.Conn) error {
 				return stack.RunWorker(cmd.Context(), conn, o, log)
 			})

@@ -35,6 +35,9 @@ type Common struct {
 	LogLevel string
 	// LogFormat is text or json (BUB_LOG_FORMAT, text).
 	LogFormat string
+	// MetricsAddr, when set, serves Prometheus /metrics and /healthz
+	// (BUB_METRICS_ADDR, e.g. ":9464"); see internal/telemetry.
+	MetricsAddr string
 	// Quiet makes warn the default log level (interactive commands, whose
 	// output is for people); services log info by default.
 	Quiet bool
@@ -80,6 +83,7 @@ func (c *Common) Bind(fs *pflag.FlagSet, getenv Getenv) {
 	}
 	fs.StringVar(&c.LogLevel, "log-level", EnvOr(getenv, "BUB_LOG_LEVEL", level), "debug, info, warn or error (env BUB_LOG_LEVEL)")
 	fs.StringVar(&c.LogFormat, "log-format", EnvOr(getenv, "BUB_LOG_FORMAT", "text"), "text or json (env BUB_LOG_FORMAT)")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", getenv("BUB_METRICS_ADDR"), "serve Prometheus /metrics and /healthz on this address, e.g. :9464 (env BUB_METRICS_ADDR)")
 }
 
 // Validate reports unusable settings.

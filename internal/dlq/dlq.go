@@ -52,6 +52,11 @@ func (w *Writer) Reject(ctx context.Context, msg jetstream.Msg, reason string, c
 
 // Copy publishes a dead letter.
 func (w *Writer) Copy(ctx context.Context, subject string, header nats.Header, data []byte, reason string, cause error) error {
+	return w.publish(ctx, subject, header, data, reason, cause, nil)
+}
+
+// publish publishes a dead letter with extra headers set last.
+func (w *Writer) publish(ctx context.Context, subject string, header nats.Header, data []byte, reason string, cause error, extra map[string]string) error {
 	out := nats.NewMsg(w.names.DLQ(reason))
 	for k, v := range header {
 		if k == subjects.HeaderMsgID {
@@ -63,6 +68,9 @@ func (w *Writer) Copy(ctx context.Context, subject string, header nats.Header, d
 	out.Header.Set(subjects.HeaderDLQSubject, subject)
 	if cause != nil {
 		out.Header.Set(subjects.HeaderDLQError, cause.Error())
+	}
+	for k, v := range extra {
+		out.Header.Set(k, v)
 	}
 	out.Data = data
 	if _, err := w.js.PublishMsg(ctx, out); err != nil {

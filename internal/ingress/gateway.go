@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/bubbus/bub/internal/telemetry"
 	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/events"
 	"github.com/bubbus/bub/pkg/subjects"
@@ -73,20 +74,27 @@ func (g *Gateway) Publish(ctx context.Context, env *envelope.Envelope) (Receipt,
 		return Receipt{}, err
 	}
 	sid := SessionHint(env)
+	subject := g.names.Inbound(env.ChannelOrDefault())
+	ctx, span := telemetry.StartPublish(ctx, subject, env.ID)
+	defer span.End()
+	tp, ts := telemetry.TraceContext(ctx)
 	ev, err := events.New(events.TypeEnvelopeInbound, events.Attrs{
-		ID:        env.ID,
-		Source:    g.source,
-		SessionID: sid,
+		ID:          env.ID,
+		Source:      g.source,
+		SessionID:   sid,
+		Traceparent: tp,
+		Tracestate:  ts,
 	}, env)
 	if err != nil {
 		return Receipt{}, err
 	}
-	msg, err := events.ToMsg(g.names.Inbound(env.ChannelOrDefault()), ev)
+	msg, err := events.ToMsg(subject, ev)
 	if err != nil {
 		return Receipt{}, err
 	}
 	ack, err := g.js.PublishMsg(ctx, msg)
 	if err != nil {
+		telemetry.Fail(span, err)
 		return Receipt{}, fmt.Errorf("publishing inbound envelope: %w", err)
 	}
 	return Receipt{ID: env.ID, SessionID: sid, Duplicate: ack.Duplicate}, nil
@@ -156,6 +164,8 @@ func (g *Gateway) onOutbound(msg *nats.Msg) {
 	if _, dup := w.got[env.ID]; dup {
 		return
 	}
+	_, span := telemetry.StartReceive(context.Background(), msg.Header, msg.Subject, env.ID)
+	span.End()
 	w.got[env.ID] = env
 	w.byIx[env.BatchIndex] = env.ID
 	w.size = max(env.BatchSize, 1)

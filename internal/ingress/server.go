@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bubbus/bub/internal/telemetry"
 	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/events"
 )
@@ -103,7 +104,7 @@ func NewServer(cfg Config, gw *Gateway, ready Ready, log *slog.Logger) (*Server,
 // Handler returns the HTTP routes.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/messages", s.auth(s.postMessage))
+	mux.Handle("POST /v1/messages", telemetry.HTTPHandler("POST /v1/messages", s.auth(s.postMessage)))
 	mux.HandleFunc("GET /v1/sessions/{session}/events", s.auth(s.streamSession))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/bubbus/bub/internal/dlq"
+	"github.com/bubbus/bub/internal/telemetry"
 	"github.com/bubbus/bub/pkg/events"
 	"github.com/bubbus/bub/pkg/tape"
 	"github.com/bubbus/bub/pkg/taperec"
@@ -26,6 +27,22 @@ type lane struct {
 	// of their events is recognised (bounded: oldest forgotten first).
 	done      map[string]bool
 	doneOrder []string
+	// answered remembers the run that committed each recently answered
+	// envelope (bounded like done), so a stale run of it is recognised.
+	answered      map[string]string
+	answeredOrder []string
+}
+
+func (l *lane) markAnswered(envelope, runID string) {
+	if l.answered == nil {
+		l.answered = map[string]string{}
+	}
+	l.answered[envelope] = runID
+	l.answeredOrder = append(l.answeredOrder, envelope)
+	if len(l.answeredOrder) > maxDone {
+		delete(l.answered, l.answeredOrder[0])
+		l.answeredOrder = l.answeredOrder[1:]
+	}
 }
 
 const maxDone = 4096
@@ -52,6 +69,10 @@ type run struct {
 	seen     map[string]bool // event ids
 	last     time.Time
 	finished int64 // seq of RunFinished, 0 until it arrived
+	// interrupted is set when only the run's interruption is recorded.
+	interrupted bool
+	// delivery is the inbound delivery the run answered (from run.started).
+	delivery uint64
 }
 
 // item is one buffered event.
@@ -136,7 +157,11 @@ func (l *lane) handle(ctx context.Context, msg jetstream.Msg) {
 	case *events.RunStartedData:
 		rn.envelope, _ = p.Metadata["envelope_id"].(string)
 		rn.inbound = uintOf(p.Metadata["inbound_seq"])
-		l.supersede(ctx, rn)
+		rn.delivery = uintOf(p.Metadata["delivery"])
+		if l.supersede(ctx, rn, md.NumDelivered > 1) {
+			delete(l.runs, runID) // rn itself is stale: recorded as interrupted
+			return
+		}
 	case *events.RunFinishedData, *events.CommandFinishedData:
 		// A comma command is a run of its own that ends with
 		// CommandFinished (it has no RunStarted/RunFinished).
@@ -206,17 +231,48 @@ func (l *lane) replaceHandle(rn *run, ev ce.Event, msg jetstream.Msg) {
 }
 
 // supersede records, as interrupted, every other open run that answers the
-// same inbound envelope: its worker died and the envelope was redelivered.
-func (l *lane) supersede(ctx context.Context, rn *run) {
+// same inbound envelope from an earlier delivery: its worker died (or lost
+// NATS) and the envelope was redelivered. When the other run is the newer
+// one — rn's events come late, redelivered after a recorder or NATS
+// failure — rn is the stale run and is interrupted instead, and supersede
+// returns true. A run whose envelope another run already committed is
+// stale too (known from this lane's memory, or read from the tape index
+// for redeliveries, where a restarted recorder may not remember).
+func (l *lane) supersede(ctx context.Context, rn *run, late bool) (stale bool) {
 	if rn.envelope == "" {
-		return
+		return false
 	}
 	for id, other := range l.runs {
-		if id != rn.id && other.envelope == rn.envelope {
-			l.interrupt(ctx, other, "redelivered", rn.id)
-			delete(l.runs, id)
+		if id == rn.id || other.envelope != rn.envelope {
+			continue
+		}
+		if newer(other, rn) {
+			l.interrupt(ctx, rn, "redelivered", other.id)
+			return true
+		}
+		l.interrupt(ctx, other, "redelivered", rn.id)
+		delete(l.runs, id)
+	}
+	if first, ok := l.answered[rn.envelope]; ok && first != rn.id {
+		l.interrupt(ctx, rn, "superseded", first)
+		return true
+	}
+	if late || rn.delivery > 1 {
+		if first, done := l.envelopeCommitted(ctx, rn); done {
+			l.interrupt(ctx, rn, "superseded", first)
+			return true
 		}
 	}
+	return false
+}
+
+// newer reports whether run a answers a later delivery than run b (run
+// ids, time-ordered, break ties).
+func newer(a, b *run) bool {
+	if a.delivery != b.delivery {
+		return a.delivery > b.delivery
+	}
+	return a.id > b.id
 }
 
 // sweep keeps held events alive and interrupts idle runs.
@@ -252,6 +308,7 @@ func (l *lane) interrupt(ctx context.Context, rn *run, reason, supersededBy stri
 		stream = max(stream, it.stream)
 	}
 	rn.items = []item{{stream: stream, batch: taperec.Batch{Entries: []tape.Entry{e}}, msg: nil}}
+	rn.interrupted = true
 	msgs := rn.heldMsgs()
 	l.r.log.Warn("recorder.run_interrupted", "run", rn.id, "session", rn.session, "reason", reason)
 	l.commitWith(ctx, rn, msgs)
@@ -265,7 +322,7 @@ func (l *lane) committed(ctx context.Context, rn *run) bool {
 		return false
 	}
 	for _, c := range ix.Commits {
-		if c.ID == rn.id {
+		if c.ID == rn.id || strings.HasPrefix(c.ID, rn.id+"@") {
 			return true
 		}
 	}
@@ -300,7 +357,13 @@ func (l *lane) commitWith(ctx context.Context, rn *run, msgs []jetstream.Msg) {
 		entries = append(entries, it.batch.Entries...)
 		stream = max(stream, it.stream)
 	}
-	opts := []tape.AppendOption{tape.WithCommitID(rn.id), tape.WithWatermark(WatermarkEvents, stream)}
+	ctx, span := telemetry.StartCommit(ctx, rn.id, rn.session, len(entries), traceHeaders(rn.items, msgs))
+	defer span.End()
+	if other, dup := l.envelopeCommitted(ctx, rn); dup {
+		l.skipRerun(ctx, rn, other, stream, msgs)
+		return
+	}
+	opts := []tape.AppendOption{tape.WithCommitID(rn.commitID()), tape.WithWatermark(WatermarkEvents, stream)}
 	if rn.inbound > 0 {
 		opts = append(opts, tape.WithWatermark(WatermarkInbound, rn.inbound))
 	}
@@ -321,6 +384,7 @@ func (l *lane) commitWith(ctx context.Context, rn *run, msgs []jetstream.Msg) {
 		err = l.saveSwitches(ctx, rn.session, entries)
 	}
 	if err != nil {
+		telemetry.Fail(span, err)
 		l.r.log.Error("recorder.commit_failed", "run", rn.id, "session", rn.session, "err", err)
 		for _, m := range msgs {
 			_ = m.NakWithDelay(time.Second)
@@ -331,6 +395,9 @@ func (l *lane) commitWith(ctx context.Context, rn *run, msgs []jetstream.Msg) {
 		_ = m.Ack()
 	}
 	l.markDone(rn.id)
+	if rn.envelope != "" && !rn.interrupted {
+		l.markAnswered(rn.envelope, rn.id)
+	}
 }
 
 // archive copies the tape before a reset and returns where to.
@@ -430,4 +497,58 @@ func uintOf(v any) uint64 {
 		return uint64(i)
 	}
 	return 0
+}
+
+// commitID is the tape commit id of a run: its run id, plus "@<envelope
+// id>" for a finished run that answered an inbound envelope, so that a
+// second finished run of the same envelope is recognised (see
+// [lane.envelopeCommitted]).
+func (rn *run) commitID() string {
+	if rn.envelope == "" || rn.interrupted {
+		return rn.id
+	}
+	return rn.id + "@" + rn.envelope
+}
+
+// envelopeCommitted reports whether another finished run of the same
+// inbound envelope is already on the tape (among its recent commits): the
+// envelope was redelivered after its first run finished but before the
+// worker could acknowledge it (a worker or NATS crash), and ran again.
+func (l *lane) envelopeCommitted(ctx context.Context, rn *run) (string, bool) {
+	if rn.envelope == "" || rn.interrupted {
+		return "", false
+	}
+	ix, err := l.r.store.Index(ctx, rn.session)
+	if err != nil {
+		return "", false
+	}
+	for _, c := range ix.Commits {
+		runID, env, ok := strings.Cut(c.ID, "@")
+		if ok && env == rn.envelope && runID != rn.id {
+			return runID, true
+		}
+	}
+	return "", false
+}
+
+// skipRerun acknowledges the events of a second finished run of an
+// envelope without recording it again (a redelivered envelope never
+// yields a duplicate turn on the tape); the watermarks still move.
+func (l *lane) skipRerun(ctx context.Context, rn *run, first string, stream uint64, msgs []jetstream.Msg) {
+	opts := []tape.AppendOption{tape.WithWatermark(WatermarkEvents, stream)}
+	if rn.inbound > 0 {
+		opts = append(opts, tape.WithWatermark(WatermarkInbound, rn.inbound))
+	}
+	if _, err := l.r.store.Append(ctx, rn.session, nil, opts...); err != nil {
+		l.r.log.Error("recorder.commit_failed", "run", rn.id, "session", rn.session, "err", err)
+		for _, m := range msgs {
+			_ = m.NakWithDelay(time.Second)
+		}
+		return
+	}
+	l.r.log.Warn("recorder.rerun_skipped", "run", rn.id, "first_run", first, "envelope", rn.envelope, "session", rn.session)
+	for _, m := range msgs {
+		_ = m.Ack()
+	}
+	l.markDone(rn.id)
 }

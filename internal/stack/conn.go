@@ -21,6 +21,17 @@ type Conn struct {
 	NC    *nats.Conn
 	JS    jetstream.JetStream
 	Names subjects.Names
+	// Topology is the deployment's topology from the configuration; a
+	// service whose options name none uses it.
+	Topology natsx.Topology
+}
+
+// topology returns t, or the connection's topology when t is zero.
+func (c *Conn) topology(t natsx.Topology) natsx.Topology {
+	if t == (natsx.Topology{}) {
+		return c.Topology
+	}
+	return t
 }
 
 // Cluster is where a process's connections come from: an existing cluster
@@ -89,7 +100,7 @@ func (cl *Cluster) Connect(ctx context.Context, name string) (*Conn, error) {
 		nc.Close()
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	return &Conn{NC: nc, JS: js, Names: cl.common.Names()}, nil
+	return &Conn{NC: nc, JS: js, Names: cl.common.Names(), Topology: cl.common.Topology}, nil
 }
 
 // Close drains c: pending publishes are flushed and subscriptions end.

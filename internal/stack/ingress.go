@@ -21,7 +21,7 @@ type IngressOptions struct {
 
 // RunIngress serves the ingress HTTP API on conn until ctx ends.
 func RunIngress(ctx context.Context, conn *Conn, o IngressOptions, log *slog.Logger) error {
-	if err := natsx.EnsureTopology(ctx, conn.JS, conn.Names, o.Topology); err != nil {
+	if err := natsx.EnsureTopology(ctx, conn.JS, conn.Names, conn.topology(o.Topology)); err != nil {
 		return err
 	}
 	gw, err := ingress.NewGateway(conn.NC, conn.JS, conn.Names, events.Source("ingress", o.Instance), log)

@@ -5,14 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
+	"github.com/bubbus/bub/internal/admission"
+	"github.com/bubbus/bub/internal/dlq"
 	"github.com/bubbus/bub/internal/natsx"
 	"github.com/bubbus/bub/internal/recorder"
+	"github.com/bubbus/bub/internal/telemetry"
 	"github.com/bubbus/bub/internal/worker"
 	"github.com/bubbus/bub/pkg/agent"
 	"github.com/bubbus/bub/pkg/events"
 	"github.com/bubbus/bub/pkg/hooks"
+	"github.com/bubbus/bub/pkg/hooks/remote"
 	"github.com/bubbus/bub/pkg/llm"
 	"github.com/bubbus/bub/pkg/tape"
 )
@@ -27,13 +32,22 @@ type WorkerOptions struct {
 	Agent     agent.Settings
 	// Plugins are registered after the builtin plugin, in order.
 	Plugins []hooks.Plugin
+	// Interceptors are remote interceptor services, registered after
+	// Plugins in order (so the last has the highest priority).
+	Interceptors []remote.Config
 	// ShutdownGrace bounds the final flush and plugin close (10s).
 	ShutdownGrace time.Duration
+	// Admission is the builtin admission policy (BUB_ADMISSION, see
+	// admission.ParsePolicy); empty = none (admit_message's default).
+	Admission string
+	// CaptureContent puts prompts, responses and tool data on trace spans
+	// (BUB_OTEL_CAPTURE_CONTENT).
+	CaptureContent bool
 }
 
 // NewRuntime builds a worker's turn runtime on conn.
 func NewRuntime(ctx context.Context, conn *Conn, o WorkerOptions, log *slog.Logger) (*worker.Runtime, error) {
-	if err := natsx.EnsureTopology(ctx, conn.JS, conn.Names, o.Topology); err != nil {
+	if err := natsx.EnsureTopology(ctx, conn.JS, conn.Names, conn.topology(o.Topology)); err != nil {
 		return nil, err
 	}
 	store, err := tape.NewJetStreamStore(ctx, conn.JS, conn.Names)
@@ -44,6 +58,17 @@ func NewRuntime(ctx context.Context, conn *Conn, o WorkerOptions, log *slog.Logg
 	if err != nil {
 		return nil, fmt.Errorf("binding state bucket: %w", err)
 	}
+	policy, err := admission.ParsePolicy(o.Admission)
+	if err != nil {
+		return nil, err
+	}
+	plugins, err := interceptors(ctx, conn, o, log)
+	if err != nil {
+		return nil, err
+	}
+	if policy != nil {
+		plugins = append([]hooks.Plugin{policy}, plugins...) // lowest priority after the builtin
+	}
 	return worker.NewRuntime(ctx, worker.RuntimeOptions{
 		NC: conn.NC, JS: conn.JS, Names: conn.Names,
 		Source:    events.Source("worker", o.Instance),
@@ -52,21 +77,66 @@ func NewRuntime(ctx context.Context, conn *Conn, o WorkerOptions, log *slog.Logg
 		Models:    o.Models,
 		Workspace: o.Workspace,
 		Agent:     o.Agent,
-		Plugins:   o.Plugins,
+		Plugins:   plugins,
 		Log:       log,
+
+		CaptureContent: o.CaptureContent,
 	})
+}
+
+// interceptors returns o.Plugins followed by a started remote plugin per
+// o.Interceptors, in order. A remote plugin discovers its hooks when it
+// starts and the registry reads them at registration, so it starts here,
+// before the runtime registers it (the registry's Start then does nothing
+// more).
+func interceptors(ctx context.Context, conn *Conn, o WorkerOptions, log *slog.Logger) ([]hooks.Plugin, error) {
+	plugins := slices.Clone(o.Plugins)
+	for _, cfg := range o.Interceptors {
+		p, err := remote.New(conn.NC, conn.Names, cfg, log, remote.WithTraceContext(telemetry.TraceContext))
+		if err != nil {
+			return nil, err
+		}
+		if err := p.Start(ctx); err != nil {
+			return nil, err
+		}
+		plugins = append(plugins, p)
+	}
+	return plugins, nil
 }
 
 // RunWorker consumes inbound envelopes on conn until ctx ends, then drains.
 func RunWorker(ctx context.Context, conn *Conn, o WorkerOptions, log *slog.Logger) error {
+	// Start the remote interceptors here, so that observeWorker sees them.
+	plugins, err := interceptors(ctx, conn, o, log)
+	if err != nil {
+		return err
+	}
+	o.Plugins, o.Interceptors = plugins, nil
 	rt, err := NewRuntime(ctx, conn, o, log)
 	if err != nil {
 		return err
 	}
-	w, err := worker.New(o.Worker, conn.JS, conn.Names, rt, log)
+	gate, err := admission.NewGate(ctx, admission.Options{
+		JS: conn.JS, Names: conn.Names,
+		Source: events.Source("worker", o.Instance),
+		Hooks:  rt.Hooks(), Outbox: rt, Next: rt,
+		TTL:   conn.topology(o.Topology).TurnTTL,
+		Owner: o.Instance,
+		Log:   log,
+	})
 	if err != nil {
 		return errors.Join(err, rt.Close(ctx))
 	}
+	w, err := worker.New(o.Worker, conn.JS, conn.Names, gate, log)
+	if err != nil {
+		return errors.Join(err, rt.Close(ctx))
+	}
+	stopWatch, err := dlq.WatchMaxDeliveries(ctx, conn.NC, conn.JS, conn.Names, conn.Names.InboundStream(), conn.Names.WorkerConsumer(), log)
+	if err != nil {
+		return errors.Join(err, rt.Close(ctx))
+	}
+	defer stopWatch()
+	defer observeWorker(conn, o.Plugins, log)()
 	runErr := w.Run(ctx)
 	grace := o.ShutdownGrace
 	if grace == 0 {
@@ -86,7 +156,7 @@ type RecorderOptions struct {
 
 // RunRecorder builds tapes from lifecycle events on conn until ctx ends.
 func RunRecorder(ctx context.Context, conn *Conn, o RecorderOptions, log *slog.Logger) error {
-	if err := natsx.EnsureTopology(ctx, conn.JS, conn.Names, o.Topology); err != nil {
+	if err := natsx.EnsureTopology(ctx, conn.JS, conn.Names, conn.topology(o.Topology)); err != nil {
 		return err
 	}
 	store, err := tape.NewJetStreamStore(ctx, conn.JS, conn.Names)
@@ -97,5 +167,6 @@ func RunRecorder(ctx context.Context, conn *Conn, o RecorderOptions, log *slog.L
 	if err != nil {
 		return fmt.Errorf("binding state bucket: %w", err)
 	}
+	defer observeRecorder(conn, log)()
 	return recorder.New(o.Recorder, conn.JS, conn.Names, store, state, log).Run(ctx)
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bubbus/bub/internal/telemetry"
 	"github.com/bubbus/bub/pkg/agent"
 	"github.com/bubbus/bub/pkg/bub"
 	"github.com/bubbus/bub/pkg/envelope"
@@ -27,7 +28,7 @@ func (rt *Runtime) RunAgent(ctx context.Context, in hooks.RunModelInput) (hooks.
 	if t == nil {
 		t = &turn{in: Inbound{Envelope: &envelope.Envelope{}}}
 	}
-	run, rtape := rt.prepare(t, in.SessionID, in.State)
+	run, rtape := rt.prepare(t, in.SessionID, in.State, SteeringFrom(ctx))
 	ctx = withRun(ctx, rtape)
 	run.Prompt = in.Prompt
 	run.Model = in.State.String(bub.StateModel)
@@ -45,7 +46,9 @@ func (rt *Runtime) RunAgent(ctx context.Context, in hooks.RunModelInput) (hooks.
 			rt.publishDelta(subject, run.RunID, seq, d)
 			emit(d)
 		}
+		ctx, endSpan := rtape.trace.Start(ctx, run.RunID, in.SessionID, run.Model)
 		_, err := rt.agent.Run(ctx, run)
+		endSpan(err)
 		if err == nil && t.in.StreamSeq > 0 && rt.o.State != nil {
 			v := strconv.FormatUint(t.in.StreamSeq, 10)
 			if _, perr := rt.o.State.Put(ctx, rt.o.Names.LastTurnKey(in.SessionID), []byte(v)); perr != nil {
@@ -59,8 +62,9 @@ func (rt *Runtime) RunAgent(ctx context.Context, in hooks.RunModelInput) (hooks.
 // prepare sets up one agent run of session: its own event bus, attached to
 // the NATS bridge (the turn flushes it before replying) and to a tape fork
 // (the local TapeRecorder), with the hooks wired on by the AgentPlugins
-// adapter, and tools that can reach the tape and spawn subagents.
-func (rt *Runtime) prepare(t *turn, session string, state *bub.State) (agent.Run, *runTape) {
+// adapter, and tools that can reach the tape and spawn subagents. steer,
+// when not nil, is the turn's steering inbox (subagents get none).
+func (rt *Runtime) prepare(t *turn, session string, state *bub.State, steer agent.Steering) (agent.Run, *runTape) {
 	runID := events.NewID()
 	bus := &events.Bus{}
 	att := rt.bridge.Attach(bus)
@@ -74,7 +78,8 @@ func (rt *Runtime) prepare(t *turn, session string, state *bub.State) (agent.Run
 	}
 	rtape.tape = tape.New(rtape.fork, session, tape.Context{State: state})
 	bus.OnEmitted(rtape.record)
-	agent.Plugins(bus, rt.reg, nil)
+	rtape.trace = telemetry.Instrument(bus, telemetry.AgentOptions{CaptureContent: rt.o.CaptureContent})
+	agent.Plugins(bus, rt.reg, steer)
 	sp := &spawner{rt: rt, t: t, parent: state}
 	return agent.Run{
 		RunID:     runID,
@@ -105,11 +110,13 @@ func (s *spawner) Spawn(ctx context.Context, req tools.SpawnRequest) (string, er
 	if req.AllowedSkills != nil {
 		state.Set(bub.StateAllowedSkills, req.AllowedSkills)
 	}
-	run, rtape := s.rt.prepare(s.t, req.Session, state)
+	run, rtape := s.rt.prepare(s.t, req.Session, state, nil)
 	run.Prompt = llm.Text(req.Prompt)
 	run.Model = req.Model
 	run.AllowedTools = req.AllowedTools
-	out, err := s.rt.agent.Run(withRun(ctx, rtape), run)
+	ctx, endSpan := rtape.trace.Start(withRun(ctx, rtape), run.RunID, req.Session, run.Model)
+	out, err := s.rt.agent.Run(ctx, run)
+	endSpan(err)
 	if err != nil {
 		return out.Text + "[Error: " + errorMessage(err) + "]", nil
 	}
@@ -194,6 +201,7 @@ type runTape struct {
 	fork    *tape.Fork
 	tape    tape.Tape
 	session string
+	trace   *telemetry.Agent // the run's spans
 
 	mu  sync.Mutex
 	err error // the first failure to apply an event to the fork
@@ -208,15 +216,14 @@ var (
 // record is the local TapeRecorder: it applies each emitted event to the
 // fork exactly as the recorder will apply it to the tape.
 func (r *runTape) record(ctx context.Context, ev events.Event) {
-	ce, err := events.ToCloudEvent(ev, events.Attrs{Source: r.rt.o.Source, SessionID: r.session, RunID: r.meta.RunID})
+	// RoundTrip is DecodePayload(ToCloudEvent(ev)) without building the
+	// CloudEvent (half the cost); the time is the one New would stamp.
+	_, payload, err := events.RoundTrip(ev)
 	if errors.Is(err, events.ErrUnregistered) {
 		return
 	}
 	if err == nil {
-		var payload any
-		if payload, err = events.DecodePayload(ce); err == nil {
-			err = r.apply(ctx, taperec.Map(payload, r.meta.RunID, ce.Time()))
-		}
+		err = r.apply(ctx, taperec.Map(payload, r.meta.RunID, time.Now().UTC()))
 	}
 	if err != nil {
 		r.mu.Lock()

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/bubbus/bub/internal/telemetry"
 	"github.com/bubbus/bub/pkg/agent"
 	"github.com/bubbus/bub/pkg/bub"
 	"github.com/bubbus/bub/pkg/builtin"
@@ -52,6 +53,9 @@ type RuntimeOptions struct {
 	// ReadYourWrites bounds the wait for the recorder to commit a
 	// session's earlier turns before a turn reads its tape (5s).
 	ReadYourWrites time.Duration
+	// CaptureContent puts prompts, responses and tool arguments and
+	// results on trace spans (BUB_OTEL_CAPTURE_CONTENT).
+	CaptureContent bool
 	Log            *slog.Logger
 }
 
@@ -98,7 +102,7 @@ func NewRuntime(ctx context.Context, o RuntimeOptions) (*Runtime, error) {
 	reg.Freeze()
 	rt.reg = hooks.New[tape.Store, tape.Context](hooks.WithLogger(o.Log), hooks.WithDecisionObserver(rt.onDecision))
 	rt.agent = agent.New(router, reg, o.Agent, rt.systemPrompt, o.Log)
-	if rt.bridge, err = events.NewBridge(o.JS, o.Names, o.Source); err != nil {
+	if rt.bridge, err = events.NewBridge(o.JS, o.Names, o.Source, events.WithTraceContext(telemetry.TraceContext)); err != nil {
 		return nil, err
 	}
 	bp, err := builtin.New(builtin.Options{Runner: rt, Outbox: rt, Switches: rt, Tools: reg})
@@ -132,12 +136,21 @@ func (rt *Runtime) Close(ctx context.Context) error {
 // Process runs the turn of one inbound envelope. Publishing failures wrap
 // ErrRetry so the envelope is redelivered; a failed turn was already
 // answered by on_error and is not.
-func (rt *Runtime) Process(ctx context.Context, in Inbound) error {
+func (rt *Runtime) Process(ctx context.Context, in Inbound) (err error) {
+	ctx, span := telemetry.StartTurn(ctx, telemetry.Turn{
+		Traceparent: in.Traceparent, Tracestate: in.Tracestate,
+		Stream: rt.o.Names.InboundStream(), Consumer: rt.o.Names.WorkerConsumer(),
+		MessageID: in.Envelope.ID, SessionID: in.Envelope.SessionID, Delivery: in.Delivery,
+	})
+	defer func() { span.End(ctx, turnStatus(err), err) }()
 	t := &turn{in: in}
 	ctx = withTurn(ctx, t)
-	_, err := rt.fw.ProcessInbound(ctx, in.Envelope)
-	if err != nil && errors.Is(err, ErrRetry) {
-		return err
+	failure, conn := &failureReply{}, watchConn(rt.o.NC)
+	_, err = rt.fw.ProcessInbound(withFailureReply(ctx, failure), in.Envelope)
+	if err != nil {
+		if err = rt.settleFailure(ctx, conn, failure, err); errors.Is(err, ErrRetry) {
+			return err
+		}
 	}
 	if ferr := t.flush(ctx); ferr != nil {
 		return fmt.Errorf("%w: flushing events: %w", ErrRetry, ferr)
@@ -152,6 +165,7 @@ func (rt *Runtime) systemPrompt(ctx context.Context, prompt string, state *bub.S
 // onDecision publishes every decision of a chained hook that changed or
 // stopped a call as a hook.decision event of the current run.
 func (rt *Runtime) onDecision(ctx context.Context, rec hooks.DecisionRecord) {
+	telemetry.RecordDecision(ctx, rec)
 	run := runFrom(ctx)
 	if run == nil {
 		return
@@ -167,6 +181,9 @@ func (rt *Runtime) onDecision(ctx context.Context, rec hooks.DecisionRecord) {
 // acknowledged, then publishes the outbound envelope (deduplicated by its
 // deterministic id).
 func (rt *Runtime) Send(ctx context.Context, env *envelope.Envelope) error {
+	if holdFailureReply(ctx, env) {
+		return nil // sent by Process once the turn's outcome is known
+	}
 	if t := turnFrom(ctx); t != nil {
 		if err := t.flush(ctx); err != nil {
 			return fmt.Errorf("%w: flushing events before the reply: %w", ErrRetry, err)
@@ -176,7 +193,7 @@ func (rt *Runtime) Send(ctx context.Context, env *envelope.Envelope) error {
 	if target == "" {
 		target = env.ChannelOrDefault()
 	}
-	ev, err := events.New(events.TypeEnvelopeOutbound, events.Attrs{ID: env.ID, Source: rt.o.Source, SessionID: env.SessionID}, env)
+	ev, err := events.New(events.TypeEnvelopeOutbound, tracedAttrs(ctx, events.Attrs{ID: env.ID, Source: rt.o.Source, SessionID: env.SessionID}), env)
 	if err != nil {
 		return err
 	}
@@ -193,7 +210,7 @@ func (rt *Runtime) Send(ctx context.Context, env *envelope.Envelope) error {
 // publish sends one standalone event (not part of a run's ordered stream)
 // and waits for its acknowledgement.
 func (rt *Runtime) publish(ctx context.Context, typ, session, runID string, data any) error {
-	ev, err := events.New(typ, events.Attrs{Source: rt.o.Source, SessionID: session, RunID: runID}, data)
+	ev, err := events.New(typ, tracedAttrs(ctx, events.Attrs{Source: rt.o.Source, SessionID: session, RunID: runID}), data)
 	if err != nil {
 		return err
 	}

@@ -25,6 +25,12 @@ type Inbound struct {
 	StreamSeq uint64
 	// Traceparent and Tracestate carry the W3C trace context of the sender.
 	Traceparent, Tracestate string
+	// Admission is a decision forced by the Bub-Admission header ("" for
+	// none), e.g. "follow_up" on a late steering message re-injected.
+	Admission string
+	// Stopping is closed when the worker starts draining: a turn still
+	// waiting to start should hand its message back.
+	Stopping <-chan struct{}
 }
 
 // Processor runs the turn of one inbound envelope. It returns nil when the
@@ -115,8 +121,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer cancelTurns()
 	sem := make(chan struct{}, cfg.Concurrency)
 	var wg sync.WaitGroup
+	stopping := make(chan struct{})
 	go func() {
 		<-ctx.Done()
+		close(stopping)
 		it.Drain()
 	}()
 	w.log.Info("worker.consuming", "stream", w.names.InboundStream(), "consumer", w.names.WorkerConsumer(), "concurrency", cfg.Concurrency)
@@ -141,7 +149,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			w.handle(turnCtx, cfg, msg)
+			w.handle(turnCtx, cfg, msg, stopping)
 		})
 	}
 	done := make(chan struct{})
@@ -156,7 +164,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	return nil
 }
 
-func (w *Worker) handle(ctx context.Context, cfg Config, msg jetstream.Msg) {
+func (w *Worker) handle(ctx context.Context, cfg Config, msg jetstream.Msg, stopping <-chan struct{}) {
 	in, reason, err := decode(msg)
 	if err != nil {
 		if derr := w.dlq.Reject(ctx, msg, reason, err); derr != nil {
@@ -164,6 +172,7 @@ func (w *Worker) handle(ctx context.Context, cfg Config, msg jetstream.Msg) {
 		}
 		return
 	}
+	in.Stopping = stopping
 	log := w.log.With("envelope", in.Envelope.ID, "delivery", in.Delivery)
 	stop := keepAlive(msg, cfg.ProgressEvery)
 	err = w.proc.Process(ctx, in)
@@ -227,7 +236,7 @@ func decode(msg jetstream.Msg) (Inbound, string, error) {
 	if err := env.Validate(); err != nil {
 		return Inbound{}, dlq.ReasonInvalid, err
 	}
-	in := Inbound{Envelope: &env}
+	in := Inbound{Envelope: &env, Admission: msg.Headers().Get(subjects.HeaderAdmission)}
 	if md, err := msg.Metadata(); err == nil {
 		in.Delivery = md.NumDelivered
 		in.StreamSeq = md.Sequence.Stream

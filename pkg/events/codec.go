@@ -121,6 +121,24 @@ var (
 // application/cloudevents+json, or a JSON body with "specversion") or binary
 // (ce-* headers, the body is the data). Header keys may use any case.
 func Decode(header map[string][]string, body []byte) (ce.Event, error) {
+	if structuredOnly(header) {
+		// What Bub itself publishes: the body is the whole event, which is
+		// what the generic path below would unmarshal too, without first
+		// wrapping the message as an HTTP request.
+		// json.Unmarshal(body, &ev) is what that path runs; it scans the
+		// body twice before handing it to ev.UnmarshalJSON, once suffices.
+		if !json.Valid(body) {
+			return ce.Event{}, fmt.Errorf("%w: %w", ErrInvalidEvent, json.Unmarshal(body, new(json.RawMessage)))
+		}
+		ev := ce.New()
+		if err := ev.UnmarshalJSON(bytes.TrimSpace(body)); err != nil {
+			return ce.Event{}, fmt.Errorf("%w: %w", ErrInvalidEvent, err)
+		}
+		if err := ev.Validate(); err != nil {
+			return ce.Event{}, fmt.Errorf("%w: %w", ErrInvalidEvent, err)
+		}
+		return ev, nil
+	}
 	h := make(http.Header, len(header))
 	for k, v := range header {
 		h[textproto.CanonicalMIMEHeaderKey(k)] = v
@@ -140,6 +158,25 @@ func Decode(header map[string][]string, body []byte) (ce.Event, error) {
 		return ce.Event{}, fmt.Errorf("%w: %w", ErrInvalidEvent, err)
 	}
 	return *ev, nil
+}
+
+// structuredOnly reports whether header says structured JSON mode in the
+// exact form [ToMsg] writes (one Content-Type value, canonical key) and
+// carries no binary-mode attribute.
+func structuredOnly(header map[string][]string) bool {
+	ct := header["Content-Type"]
+	if len(ct) != 1 || ct[0] != ContentTypeStructured {
+		return false
+	}
+	for k := range header {
+		if len(k) > 3 && (k[0] == 'c' || k[0] == 'C') && (k[1] == 'e' || k[1] == 'E') && (k[2] == '-' || k[2] == '_') {
+			return false
+		}
+		if k != "Content-Type" && strings.EqualFold(k, "Content-Type") {
+			return false
+		}
+	}
+	return true
 }
 
 func looksStructured(body []byte) bool {

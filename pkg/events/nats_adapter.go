@@ -17,17 +17,24 @@ func ToMsg(subject string, e ce.Event) (*nats.Msg, error) {
 	if err != nil {
 		return nil, err
 	}
-	msg := nats.NewMsg(subject)
-	msg.Data = body
+	tp, ts := Traceparent(e)
+	return structuredMsg(subject, e.ID(), tp, ts, body), nil
+}
+
+// structuredMsg is the message of a structured-mode event with id and
+// trace context.
+func structuredMsg(subject, id, traceparent, tracestate string, body []byte) *nats.Msg {
+	// Room for the headers set here and the publish options' own.
+	msg := &nats.Msg{Subject: subject, Data: body, Header: make(nats.Header, 6)}
 	msg.Header.Set("Content-Type", ContentTypeStructured)
-	msg.Header.Set(subjects.HeaderMsgID, e.ID())
-	if tp, ts := Traceparent(e); tp != "" {
-		msg.Header.Set(subjects.HeaderTraceparent, tp)
-		if ts != "" {
-			msg.Header.Set(subjects.HeaderTracestate, ts)
+	msg.Header.Set(subjects.HeaderMsgID, id)
+	if traceparent != "" {
+		msg.Header.Set(subjects.HeaderTraceparent, traceparent)
+		if tracestate != "" {
+			msg.Header.Set(subjects.HeaderTracestate, tracestate)
 		}
 	}
-	return msg, nil
+	return msg
 }
 
 // FromMsg decodes the CloudEvent of a NATS message in either content mode.

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/bubbus/bub/pkg/subjects"
@@ -64,6 +65,7 @@ type Bridge struct {
 	js         jetstream.JetStream
 	names      subjects.Names
 	source     string
+	wire       wireEncoder
 	codec      Codec
 	trace      func(ctx context.Context) (traceparent, tracestate string)
 	ackTimeout time.Duration
@@ -159,6 +161,7 @@ func NewBridge(js jetstream.JetStream, names subjects.Names, source string, opts
 		js:         js,
 		names:      names,
 		source:     source,
+		wire:       newWireEncoder(source),
 		ackTimeout: DefaultAckTimeout,
 		pubOpts:    []jetstream.PublishOpt{jetstream.WithExpectStream(names.EventsStream())},
 		collected:  make(chan struct{}),
@@ -277,17 +280,13 @@ func (a *Attachment) send(ctx context.Context, ev Event, typ string, data any) e
 	if b.trace != nil {
 		attrs.Traceparent, attrs.Tracestate = b.trace(ctx)
 	}
-	e, err := build(ev, typ, data, attrs)
+	msg, id, err := b.message(ev, typ, data, attrs)
 	if err != nil {
 		return err
 	}
-	msg, err := ToMsg(b.names.Event(SessionID(e), SubjectName(typ)), e)
-	if err != nil {
-		return fmt.Errorf("events: encoding %s: %w", typ, err)
-	}
 	f, err := b.js.PublishMsgAsync(msg, b.pubOpts...)
 	if err != nil {
-		return fmt.Errorf("events: publishing %s %s: %w", typ, e.ID(), err)
+		return fmt.Errorf("events: publishing %s %s: %w", typ, id, err)
 	}
 	if run != "" {
 		a.seq[run] = attrs.Seq
@@ -298,8 +297,43 @@ func (a *Attachment) send(ctx context.Context, ev Event, typ string, data any) e
 	defer b.enqueueMu.Unlock()
 	a.t.issue()
 	b.all.issue()
-	b.acks <- pendingAck{future: f, sent: time.Now(), att: a, ceType: typ, id: e.ID()}
+	b.acks <- pendingAck{future: f, sent: time.Now(), att: a, ceType: typ, id: id}
 	return nil
+}
+
+// message returns the NATS message of ev and its event id: written
+// directly by the wire encoder (wire.go) when it applies, else built with
+// New and ToMsg; the bytes are the same.
+func (b *Bridge) message(ev Event, typ string, data any, a Attrs) (*nats.Msg, string, error) {
+	m := ev.EventMeta()
+	if a.RunID == "" {
+		a.RunID = m.RunID
+	}
+	if a.SessionID == "" {
+		a.SessionID = m.SessionID
+	}
+	if a.ID == "" {
+		a.ID = NewID()
+	}
+	if a.Time.IsZero() {
+		a.Time = time.Now()
+	}
+	if !b.wire.ok(typ, a) {
+		e, err := New(typ, a, data)
+		if err != nil {
+			return nil, "", err
+		}
+		msg, err := ToMsg(b.names.Event(SessionID(e), SubjectName(typ)), e)
+		if err != nil {
+			return nil, "", fmt.Errorf("events: encoding %s: %w", typ, err)
+		}
+		return msg, e.ID(), nil
+	}
+	body, err := b.wire.encode(typ, a, data)
+	if err != nil {
+		return nil, "", fmt.Errorf("encoding %s data: %w", typ, err)
+	}
+	return structuredMsg(b.names.Event(a.SessionID, SubjectName(typ)), a.ID, a.Traceparent, a.Tracestate, body), a.ID, nil
 }
 
 // collect awaits the acknowledgements in publish order, frees their

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -356,6 +357,35 @@ func (c Codec) DecodePayload(e ce.Event) (any, error) {
 	}
 	return v, nil
 }
+
+// RoundTrip returns the CloudEvent type of ev and what DecodePayload
+// returns for the CloudEvent of ev — its payload after a JSON round trip,
+// as a pointer to the payload type — without building the CloudEvent. The
+// worker's local tape recorder applies events through it exactly as the
+// recorder applies the published ones.
+func (c Codec) RoundTrip(ev Event) (typ string, payload any, err error) {
+	typ, data, err := c.payload(ev)
+	if err != nil {
+		return "", nil, err
+	}
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return "", nil, fmt.Errorf("encoding %s data: %w", typ, err)
+	}
+	var v any
+	if mk, ok := payloadTypes[typ]; ok {
+		v = mk()
+	} else if v, ok = c.Registry.newValue(typ); !ok {
+		return "", nil, fmt.Errorf("events: decoding %q: %w", typ, ErrUnknownType)
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return "", nil, fmt.Errorf("%w: data of %s: %w", ErrInvalidEvent, typ, err)
+	}
+	return typ, v, nil
+}
+
+// RoundTrip is [Codec.RoundTrip] with the zero Codec.
+func RoundTrip(ev Event) (typ string, payload any, err error) { return Codec{}.RoundTrip(ev) }
 
 // wireEvent is implemented by the built-in events: wire returns the
 // CloudEvent type and payload, with message bodies only when content is

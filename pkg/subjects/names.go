@@ -194,3 +194,72 @@ func (n Names) SwitchesKey(session string) string { return Token(session) + ".sw
 // LastTurnKey is the state-bucket key holding the inbound sequence of the
 // newest finished turn of a session (written by workers; read-your-writes).
 func (n Names) LastTurnKey(session string) string { return Token(session) + ".last_turn" }
+
+// Turn registry keys (bucket [Names.TurnsBucket]). Every key of a session
+// starts with its token, so [Names.TurnKeysOf] watches all of them.
+
+// TurnKeysOf matches every turn-registry key of a session.
+func (n Names) TurnKeysOf(session string) string { return Token(session) + ".>" }
+
+// TurnRunKey is the turn-registry key of a running turn: the session's
+// token, "run" and the inbound envelope's token. It lives while its
+// worker heartbeats it (per-key TTL).
+func (n Names) TurnRunKey(session, envelope string) string {
+	return Token(session) + ".run." + Token(envelope)
+}
+
+// TurnRunKeys matches the running turns of a session.
+func (n Names) TurnRunKeys(session string) string { return Token(session) + ".run.*" }
+
+// TurnWaitKey is the turn-registry key of a follow-up waiting for the
+// session's running turns, named by its inbound stream sequence
+// (zero-padded, so keys sort in arrival order).
+func (n Names) TurnWaitKey(session string, seq uint64) string {
+	return fmt.Sprintf("%s.wait.%020d", Token(session), seq)
+}
+
+// TurnWaitKeys matches the waiting follow-ups of a session.
+func (n Names) TurnWaitKeys(session string) string { return Token(session) + ".wait.*" }
+
+// SteerClaimKey is the turn-registry key by which a running turn claims
+// the steering message at steer-stream sequence seq.
+func (n Names) SteerClaimKey(session string, seq uint64) string {
+	return fmt.Sprintf("%s.steer.%020d", Token(session), seq)
+}
+
+// DoneKey is the turn-registry key marking an inbound envelope whose turn
+// finished and was acknowledged, so a redelivery never runs it again.
+func (n Names) DoneKey(envelope string) string { return "done." + Token(envelope) }
+
+// KVKeySubject is the subject JetStream stores a KV key of bucket under
+// ($KV.<bucket>.<key>); publishing to it with a message TTL refreshes the
+// key's time to live.
+func (n Names) KVKeySubject(bucket, key string) string { return "$KV." + bucket + "." + key }
+
+// KVStream is the stream backing a KV bucket (KV_<bucket>).
+func (n Names) KVStream(bucket string) string { return "KV_" + bucket }
+
+// MaxDeliveriesAdvisory is the JetStream advisory subject the server
+// publishes to when a message of consumer on stream exhausted its
+// deliveries.
+func (n Names) MaxDeliveriesAdvisory(stream, consumer string) string {
+	return "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + stream + "." + consumer
+}
+
+// More header names.
+const (
+	// HeaderAdmission carries a forced admission decision on an inbound
+	// message: "follow_up" on a late steering message re-injected as a
+	// follow-up.
+	HeaderAdmission = "Bub-Admission"
+	// HeaderDLQStream and HeaderDLQSeq say where a dead letter was stored
+	// before (its original stream and sequence); HeaderDLQDeliveries how
+	// often it was delivered.
+	HeaderDLQStream     = "Bub-Dlq-Stream"
+	HeaderDLQSeq        = "Bub-Dlq-Seq"
+	HeaderDLQDeliveries = "Bub-Dlq-Deliveries"
+)
+
+// DLQWatchers is the queue group of the workers' max-deliveries advisory
+// watchers (one of them dead-letters each exhausted message).
+func (n Names) DLQWatchers() string { return n.prefix + "-dlq-watchers" }

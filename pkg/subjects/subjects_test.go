@@ -55,6 +55,17 @@ func TestGoldenNames(t *testing.T) {
 		{acme.Inbound("http"), "acme-prod.inbound.http"},
 		{acme.EventsStream(), "ACME_PROD_EVENTS"},
 		{acme.TurnsBucket(), "acme_prod_turns"},
+		{n.TurnKeysOf("cli:local"), "cli_3alocal.>"},
+		{n.TurnRunKey("cli:local", "e1"), "cli_3alocal.run.e1"},
+		{n.TurnRunKeys("s"), "s.run.*"},
+		{n.TurnWaitKey("s", 42), "s.wait.00000000000000000042"},
+		{n.TurnWaitKeys("s"), "s.wait.*"},
+		{n.SteerClaimKey("s", 7), "s.steer.00000000000000000007"},
+		{n.DoneKey("01H/x"), "done.01H_2fx"},
+		{n.KVKeySubject("bub_turns", "s.run.e1"), "$KV.bub_turns.s.run.e1"},
+		{n.KVStream("bub_turns"), "KV_bub_turns"},
+		{n.MaxDeliveriesAdvisory("BUB_INBOUND", "workers"), "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.BUB_INBOUND.workers"},
+		{n.DLQWatchers(), "bub-dlq-watchers"},
 	}
 	for _, g := range golden {
 		if g.got != g.want {

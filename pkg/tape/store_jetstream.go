@@ -79,6 +79,10 @@ type JetStreamStore struct {
 	// locks serializes writers of one tape within this process, striped by
 	// tape name so the set stays bounded.
 	locks [64]sync.Mutex
+	// sendMu orders the sends of pipelined appends of all tapes of this
+	// store (see writer.publish): their predicted stream sequences hold
+	// only while nothing else is published to the stream in between.
+	sendMu sync.Mutex
 }
 
 var (
@@ -563,8 +567,9 @@ func (w *writer) repair(ctx context.Context, ix Index, last uint64, stored []Ent
 // subject did not end at prev, so nothing was stored. The first message is published synchronously; the following
 // ones are pipelined, each expecting both the stream's and the subject's
 // last sequence to be its predecessor's (exact as long as no other subject
-// is written meanwhile); after the first failed prediction the rest goes
-// one by one, each expecting its predecessor's real sequence.
+// is written meanwhile, which the store's send lock ensures for the writes
+// of this process); after the first failed prediction the rest goes one by
+// one, each expecting its predecessor's real sequence.
 func (w *writer) publish(ctx context.Context, batch []Entry, from, to int, prev uint64) ([]uint64, error) {
 	entries, offset, n := batch[from:to], from, len(batch)
 	seqs := make([]uint64, 0, len(entries))
@@ -591,6 +596,18 @@ func (w *writer) publish(ctx context.Context, batch []Entry, from, to int, prev 
 	if len(entries) == 0 {
 		return nil, nil
 	}
+	// The predictions below fail whenever another tape of this store is
+	// written between the first publish and the pipelined ones (the
+	// recorder appends to many tapes at once): hold the store's send lock
+	// from the first publish until the first window is sent. One
+	// connection keeps the order of what it sends.
+	unlock := func() {}
+	if len(entries) > 1 {
+		w.s.sendMu.Lock()
+		var once sync.Once
+		unlock = func() { once.Do(w.s.sendMu.Unlock) }
+		defer unlock()
+	}
 	if err := publishOne(0); err != nil {
 		return nil, err
 	}
@@ -609,6 +626,7 @@ func (w *writer) publish(ctx context.Context, batch []Entry, from, to int, prev 
 			}
 			futures = append(futures, f)
 		}
+		unlock()
 		failed := false
 		for _, f := range futures {
 			select {

@@ -25,6 +25,10 @@ import (
 // [WithVersion].
 const DefaultVersion = "1.0.0"
 
+// MetadataPlugin is the NATS micro service metadata key holding the name
+// of the plugin a service serves.
+const MetadataPlugin = "dev.bub.plugin"
+
 // Option configures [Serve].
 type Option func(*options) error
 
@@ -107,13 +111,16 @@ type Service struct {
 // and an interceptor can serve ([remote.Hooks]), with subjects
 // bub.hook.<service>.<hook> and the service name as queue group, so
 // several instances share the load. A plugin that implements
-// [hooks.Starter] is started first, with ctx; ctx bounds that start and is
-// not kept.
+// [hooks.Starter] is started first, with ctx. Serve returns once the NATS
+// server knows the endpoints; ctx bounds the start and that wait and is not
+// kept.
 //
 // Each request runs with a fresh context whose deadline is the caller's
-// (the Bub-Deadline header). A handler's error or panic becomes an error
-// reply that keeps a *bub.Error's kind and message. Each endpoint handles
-// its requests one at a time; run more instances for more throughput.
+// (the Bub-Deadline header); when the deadline passes while the plugin
+// runs, no reply is sent, as the caller stopped waiting and counts a
+// timeout. A handler's error or panic becomes an error reply that keeps a
+// *bub.Error's kind and message. Each endpoint handles its requests one at
+// a time; run more instances for more throughput.
 func Serve(ctx context.Context, nc *nats.Conn, names subjects.Names, plugin hooks.Plugin, opts ...Option) (*Service, error) {
 	if nc == nil || plugin == nil {
 		return nil, errors.New("interceptor: nil connection or plugin")
@@ -147,6 +154,11 @@ func Serve(ctx context.Context, nc *nats.Conn, names subjects.Names, plugin hook
 	if err := s.add(nc, names, o); err != nil {
 		return nil, errors.Join(err, s.Stop(ctx))
 	}
+	// Once the server has the subscriptions, clients on other connections
+	// can discover and call the service.
+	if err := flush(ctx, nc); err != nil {
+		return nil, errors.Join(fmt.Errorf("interceptor %q: flushing subscriptions: %w", o.name, err), s.Stop(ctx))
+	}
 	return s, nil
 }
 
@@ -156,7 +168,7 @@ func (s *Service) add(nc *nats.Conn, names subjects.Names, o options) error {
 		Name:        s.name,
 		Version:     o.version,
 		Description: o.description,
-		Metadata:    map[string]string{"bub.plugin": s.plugin.Name()},
+		Metadata:    map[string]string{MetadataPlugin: s.plugin.Name()},
 		QueueGroup:  s.name,
 	})
 	if err != nil {
@@ -170,6 +182,19 @@ func (s *Service) add(nc *nats.Conn, names subjects.Names, o options) error {
 		}
 	}
 	return nil
+}
+
+// flushTimeout bounds the wait for the server when ctx has no deadline.
+const flushTimeout = 10 * time.Second
+
+// flush waits until the server has processed everything nc sent.
+func flush(ctx context.Context, nc *nats.Conn) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, flushTimeout)
+		defer cancel()
+	}
+	return nc.FlushWithContext(ctx)
 }
 
 // Name returns the service name.
@@ -206,7 +231,7 @@ func endpoint[In any](s *Service, h hooks.Hook, serve func(context.Context, *rem
 			return
 		}
 		var in remote.Request[In]
-		if err := json.Unmarshal(req.Data(), &in); err != nil {
+		if err := in.UnmarshalJSON(req.Data()); err != nil {
 			s.fail(req, h, bub.Errorf(bub.KindInvalidInput, "decoding the %s request: %v", h, err))
 			return
 		}
@@ -220,7 +245,12 @@ func endpoint[In any](s *Service, h hooks.Hook, serve func(context.Context, *rem
 			return
 		}
 		defer cancel()
+		ctx, obs := s.observe(ctx, req.Subject(), h, in.RunID)
 		rep, err := guard(ctx, &in, serve)
+		obs.end(ctx, err)
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return // the caller gave up at this deadline: nobody waits for a reply
+		}
 		if err != nil {
 			if pe, ok := errors.AsType[*hooks.PanicError](err); ok {
 				s.log.Error("interceptor.panic", "hook", h, "panic", pe.Value, "stack", string(pe.Stack))

@@ -31,11 +31,10 @@ const discoveryWindow = 50 * time.Millisecond
 // concurrent use.
 type Plugin struct {
 	nc    *nats.Conn
-	names subjects.Names
 	cfg   Config
 	log   *slog.Logger
 	trace func(context.Context) (traceparent, tracestate string)
-	// subject holds bub.hook.<service>.<hook> per served-able hook.
+	// subject holds bub.hook.<service>.<hook> per hook in Hooks().
 	subject map[hooks.Hook]string
 	stats   counters
 
@@ -81,7 +80,6 @@ func New(nc *nats.Conn, names subjects.Names, cfg Config, log *slog.Logger, opts
 	}
 	p := &Plugin{
 		nc:      nc,
-		names:   names,
 		cfg:     cfg.withDefaults(),
 		log:     log.With("interceptor", cfg.Service),
 		subject: make(map[hooks.Hook]string, len(served)),
@@ -99,13 +97,6 @@ func New(nc *nats.Conn, names subjects.Names, cfg Config, log *slog.Logger, opts
 
 // Name returns the service name.
 func (p *Plugin) Name() string { return p.cfg.Service }
-
-// Config returns the effective configuration (defaults filled in).
-func (p *Plugin) Config() Config {
-	c := p.cfg
-	c.Hooks = slices.Clone(c.Hooks)
-	return c
-}
 
 // Start discovers the service through its NATS micro INFO endpoint: how
 // many instances answer and which hooks they serve (the union of their
@@ -302,10 +293,13 @@ func roundTrip[In, Out any](ctx context.Context, p *Plugin, c call, in In, conv 
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
 	defer cancel()
-	msg, err := p.request(ctx, c, in)
+	buf := buffers.Get().(*[]byte)
+	defer putBuffer(buf)
+	msg, err := request(ctx, p, c, in, (*buf)[:0])
 	if err != nil {
 		return zero, p.failed(c.hook, OutcomeTransport, fmt.Errorf("encoding the request: %w", err))
 	}
+	*buf = msg.Data
 	resp, err := p.nc.RequestMsgWithContext(ctx, msg)
 	switch {
 	case err == nil:
@@ -333,17 +327,30 @@ func roundTrip[In, Out any](ctx context.Context, p *Plugin, c call, in In, conv 
 	return out, nil
 }
 
-// request builds the request message of a call; ctx carries its deadline
-// and trace context.
-func (p *Plugin) request(ctx context.Context, c call, in any) (*nats.Msg, error) {
-	var state map[string]any
+// buffers holds request buffers; NATS copies a message's data when it is
+// published, so a buffer is reused once its request returned.
+var buffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooled is the largest buffer kept for reuse.
+const maxPooled = 64 << 10
+
+func putBuffer(b *[]byte) {
+	if cap(*b) <= maxPooled {
+		buffers.Put(b)
+	}
+}
+
+// request builds the request message of a call in buf; ctx carries its
+// deadline and trace context.
+func request[In any](ctx context.Context, p *Plugin, c call, in In, buf []byte) (*nats.Msg, error) {
+	r := Request[In]{Hook: c.hook, RunID: c.runID, SessionID: c.sessionID, Input: in}
 	if c.state != nil {
-		state = c.state.Public()
+		r.State = c.state.Public()
 	}
-	if c.sessionID == "" && state != nil {
-		c.sessionID, _ = state[bub.StateSessionID].(string)
+	if r.SessionID == "" {
+		r.SessionID, _ = r.State[bub.StateSessionID].(string)
 	}
-	data, err := json.Marshal(Request[any]{Hook: c.hook, RunID: c.runID, SessionID: c.sessionID, State: state, Input: in})
+	data, err := encodeRequest(buf, &r)
 	if err != nil {
 		return nil, err
 	}

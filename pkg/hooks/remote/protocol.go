@@ -51,8 +51,8 @@ type Request[In any] struct {
 	SessionID string     `json:"session_id"`
 	// State is the public turn state (bub.State.Public); changes an
 	// interceptor makes to it do not flow back.
-	State map[string]any `json:"state"`
-	Input In             `json:"input"`
+	State Object `json:"state"`
+	Input In     `json:"input"`
 }
 
 // The inputs of the hooks. Each is the hook's input without the turn

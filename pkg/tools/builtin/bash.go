@@ -112,7 +112,7 @@ func runBash(ctx context.Context, shells *Shells, tc *tools.Context, args map[st
 		shells.terminate(sh)
 		return nil, ctx.Err()
 	}
-	out := strings.TrimSpace(sh.out.String())
+	out := strings.TrimSpace(shells.redact(sh.out.String()))
 	if sh.code != 0 {
 		return nil, &ExitError{Code: sh.code, Output: out}
 	}
@@ -132,7 +132,7 @@ func bashOutput(shells *Shells, args map[string]any) (any, error) {
 		shells.finalize(sh)
 		shells.forget(sh)
 	}
-	text := []rune(sh.out.String())
+	text := []rune(shells.redact(sh.out.String()))
 	offset, _ := intArg(args, "offset")
 	start := max(0, min(offset, len(text)))
 	end := len(text)

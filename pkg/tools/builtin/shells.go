@@ -17,6 +17,9 @@ import (
 // ErrShellsClosed reports a shell start after [Shells.Close].
 var ErrShellsClosed = errors.New("shells closed")
 
+// ErrNoShell reports a command where neither bash nor sh exists.
+var ErrNoShell = errors.New("neither bash nor sh is installed")
+
 // Defaults of a [Shells] manager.
 const (
 	defaultTermGrace  = 3 * time.Second // SIGTERM to SIGKILL (Bub's bash.kill)
@@ -33,7 +36,8 @@ const (
 // It is safe for concurrent use.
 type Shells struct {
 	shell      string   // path of bash, else sh
-	env        []string // nil: inherit the worker's environment
+	env        []string // default: the worker's environment without secrets (ScrubEnv)
+	secrets    []string // values redacted from command output
 	termGrace  time.Duration
 	drainGrace time.Duration
 	maxOutput  int
@@ -62,8 +66,7 @@ func WithShell(path string) ShellsOption {
 }
 
 // WithEnv gives every command exactly env ("KEY=value" entries) instead of
-// the worker's environment — the way to keep the worker's secrets away
-// from model-run commands.
+// the worker's environment without its secrets (see [ScrubEnv]).
 func WithEnv(env []string) ShellsOption {
 	return func(s *Shells) error {
 		s.env = append([]string{}, env...)
@@ -84,9 +87,15 @@ func WithMaxOutput(bytes int) ShellsOption {
 }
 
 // NewShells returns an empty manager that runs commands with bash (sh when
-// bash is missing).
+// bash is missing). Commands get the worker's environment without the
+// variables that hold secrets ([ScrubEnv]), and the values of those
+// variables are replaced by "[redacted]" in every output a tool returns
+// (a command could still read them, e.g. from /proc/<ppid>/environ).
 func NewShells(opts ...ShellsOption) (*Shells, error) {
+	env, secrets := ScrubEnv(os.Environ())
 	s := &Shells{
+		env:        env,
+		secrets:    secrets,
 		termGrace:  defaultTermGrace,
 		drainGrace: defaultDrainGrace,
 		maxOutput:  defaultMaxOutput,
@@ -103,9 +112,8 @@ func NewShells(opts ...ShellsOption) (*Shells, error) {
 			return nil, fmt.Errorf("new shells: %w", err)
 		}
 	}
-	if s.shell == "" {
-		return nil, errors.New("new shells: neither bash nor sh found")
-	}
+	// Without a shell (a FROM scratch container) the manager still works:
+	// each command fails with ErrNoShell, the rest of the worker runs.
 	return s, nil
 }
 
@@ -132,6 +140,9 @@ func (sh *shell) hasExited() bool {
 
 // start runs cmd in cwd ("" = the worker's directory) for session.
 func (s *Shells) start(cmd, cwd, session string) (*shell, error) {
+	if s.shell == "" {
+		return nil, ErrNoShell
+	}
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("start shell: %w", err)
@@ -321,6 +332,47 @@ func (o *output) String() string {
 	text := strings.ToValidUTF8(string(o.buf), "\uFFFD")
 	if o.dropped > 0 {
 		text += fmt.Sprintf(truncatedNote, o.dropped)
+	}
+	return text
+}
+
+// secretWords mark environment variables that hold credentials.
+var secretWords = []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "CREDS", "NKEY", "SEED", "AUTH", "COOKIE", "SESSION"}
+
+// minSecretLen is the shortest value redacted from output; shorter values
+// ("1", "true") would mangle ordinary text.
+const minSecretLen = 6
+
+// ScrubEnv splits environ ("KEY=value" entries) into the entries whose
+// names do not look like credentials (no KEY, TOKEN, SECRET, PASSWORD,
+// CREDENTIAL, NKEY, SEED, AUTH, … in the upper-cased name) and the values
+// of those that do (at least 6 bytes long), which callers redact.
+func ScrubEnv(environ []string) (kept, secrets []string) {
+	for _, kv := range environ {
+		name, value, _ := strings.Cut(kv, "=")
+		upper := strings.ToUpper(name)
+		secret := false
+		for _, w := range secretWords {
+			if strings.Contains(upper, w) {
+				secret = true
+				break
+			}
+		}
+		if !secret {
+			kept = append(kept, kv)
+			continue
+		}
+		if len(value) >= minSecretLen {
+			secrets = append(secrets, value)
+		}
+	}
+	return kept, secrets
+}
+
+// redact replaces every secret value in text.
+func (s *Shells) redact(text string) string {
+	for _, v := range s.secrets {
+		text = strings.ReplaceAll(text, v, "[redacted]")
 	}
 	return text
 }

@@ -1,0 +1,294 @@
+package deploy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/bubbus/bub/internal/cli"
+	"github.com/bubbus/bub/internal/fakellm"
+	"github.com/bubbus/bub/internal/natstest"
+	"github.com/bubbus/bub/internal/natsx"
+	"github.com/bubbus/bub/internal/stack"
+	bubevents "github.com/bubbus/bub/pkg/events"
+	"github.com/bubbus/bub/pkg/hooks"
+	"github.com/bubbus/bub/pkg/hooks/interceptor"
+	"github.com/bubbus/bub/pkg/hooks/remote"
+	"github.com/bubbus/bub/pkg/llm"
+	"github.com/bubbus/bub/pkg/subjects"
+	"github.com/bubbus/bub/pkg/tools"
+)
+
+var roles = []string{"ingress", "worker", "recorder", "interceptor", "observer", "admin"}
+
+// startServer runs nats-server with nats/nats-server.conf (listening on a
+// random port, JetStream in a temporary directory, no monitoring port)
+// and returns it with each role's password.
+func startServer(t *testing.T) (*natstest.Server, map[string]string) {
+	t.Helper()
+	pw := map[string]string{}
+	for _, r := range roles {
+		pw[r] = "pw-" + r
+		t.Setenv("BUB_NATS_"+strings.ToUpper(r)+"_PASSWORD", pw[r])
+	}
+	opts, err := server.ProcessConfigFile("nats/nats-server.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.HTTPPort, opts.Port, opts.StoreDir = 0, 0, ""
+	return natstest.StartWithOptions(t, opts), pw
+}
+
+// asyncErrors collects the asynchronous NATS errors (permission
+// violations) natsx logs as nats.async_error.
+type asyncErrors struct {
+	mu   sync.Mutex
+	errs []string
+}
+
+func (a *asyncErrors) Enabled(context.Context, slog.Level) bool { return true }
+func (a *asyncErrors) WithAttrs([]slog.Attr) slog.Handler       { return a }
+func (a *asyncErrors) WithGroup(string) slog.Handler            { return a }
+func (a *asyncErrors) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != "nats.async_error" {
+		return nil
+	}
+	var b strings.Builder
+	r.Attrs(func(at slog.Attr) bool { fmt.Fprintf(&b, "%s=%v ", at.Key, at.Value); return true })
+	a.mu.Lock()
+	a.errs = append(a.errs, b.String())
+	a.mu.Unlock()
+	return nil
+}
+
+func (a *asyncErrors) list() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.errs...)
+}
+
+// connect opens a service connection as role, the way the services do
+// (natsx, with user and password).
+func connect(t *testing.T, srv *natstest.Server, role, password string, log *slog.Logger) *stack.Conn {
+	t.Helper()
+	common := &cli.Common{Home: t.TempDir(), Prefix: "bub", LogLevel: "info", LogFormat: "text",
+		NATS: natsx.ClientConfig{URL: srv.URL, User: role, Password: password}}
+	if err := common.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := stack.Open(common, false, "", log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	conn, err := cl.Connect(ctx, role)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.NC.Close)
+	return conn
+}
+
+func decisionData(m *jetstream.RawStreamMsg) string {
+	if m == nil {
+		return ""
+	}
+	return string(m.Data)
+}
+
+// policy denies the bash tool and has no opinion on anything else.
+type policy struct{}
+
+func (policy) Name() string { return "policy" }
+func (policy) BeforeToolCall(_ context.Context, in hooks.BeforeToolCallInput) (*tools.Decision, error) {
+	if in.Call.Tool == "bash" {
+		return tools.Deny("no shell here"), nil
+	}
+	return nil, nil
+}
+
+// TestServicesRunUnderTheirNATSUsers runs the recorder, a worker (with the
+// policy interceptor, fail-closed), the interceptor service and ingress,
+// each connected as its own user of nats/nats-server.conf, through a turn
+// with an LLM call, a tool call and a denied tool call, and checks that no
+// service met a permission violation and that the turn was recorded. It
+// then checks what the roles must not do.
+func TestServicesRunUnderTheirNATSUsers(t *testing.T) {
+	srv, pw := startServer(t)
+	errs := &asyncErrors{}
+	log := slog.New(errs)
+	names := subjects.Default()
+
+	svcConn := connect(t, srv, "interceptor", pw["interceptor"], log)
+	svc, err := interceptor.Serve(t.Context(), svcConn.NC, names, policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop(context.Background()) })
+
+	_, base := fakellm.Start(t, fakellm.Script{Steps: []fakellm.Step{
+		{ToolCalls: []fakellm.ToolCall{{Name: "tape_info"}, {Name: "bash", Arguments: json.RawMessage(`{"cmd": "true"}`)}}},
+		{Text: "done"},
+	}})
+	models, err := llm.ConfigFromEnv(func(k string) string {
+		return map[string]string{"BUB_MODEL": "openai:fake", "BUB_API_BASE": base, "BUB_API_KEY": "x"}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	failures := make(chan error, 3)
+	run := func(name string, f func(context.Context) error) {
+		wg.Go(func() {
+			if err := f(ctx); err != nil && ctx.Err() == nil {
+				failures <- fmt.Errorf("%s: %w", name, err)
+			}
+		})
+	}
+	rec, wrk, ing := connect(t, srv, "recorder", pw["recorder"], log), connect(t, srv, "worker", pw["worker"], log), connect(t, srv, "ingress", pw["ingress"], log)
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	run("recorder", func(ctx context.Context) error {
+		return stack.RunRecorder(ctx, rec, stack.RecorderOptions{Instance: "r"}, nil)
+	})
+	run("worker", func(ctx context.Context) error {
+		return stack.RunWorker(ctx, wrk, stack.WorkerOptions{Instance: "w", Models: models, Workspace: t.TempDir(),
+			Interceptors: []remote.Config{{Service: "policy", Failure: remote.FailClosed, Hooks: []hooks.Hook{hooks.HookBeforeToolCall}}}}, nil)
+	})
+	run("ingress", func(ctx context.Context) error {
+		return stack.RunIngress(ctx, ing, stack.IngressOptions{Instance: "i", Listener: ln}, nil)
+	})
+
+	url := "http://" + ln.Addr().String()
+	natstest.Eventually(t, 20*time.Second, func() (bool, string) {
+		select {
+		case err := <-failures:
+			t.Fatal(err)
+		default:
+		}
+		resp, err := http.Get(url + "/readyz")
+		if err != nil {
+			return false, err.Error()
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, resp.Status
+	})
+	body, _ := json.Marshal(map[string]string{"content": "use the tools", "session_id": "perm:1"})
+	resp, err := http.Post(url+"/v1/messages?wait=30s", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reply struct {
+		Outbounds []struct{ Content string } `json:"outbounds"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&reply)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK || len(reply.Outbounds) != 1 || reply.Outbounds[0].Content != "done" {
+		t.Fatalf("POST: %d %+v %v", resp.StatusCode, reply, err)
+	}
+	admin := connect(t, srv, "admin", pw["admin"], log)
+	wctx, wcancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer wcancel()
+	if err := stack.WaitRecorded(wctx, admin); err != nil {
+		t.Fatal(err)
+	}
+	// The policy interceptor (reached over NATS as its own user) denied
+	// the bash call: the worker published that decision.
+	events, err := admin.JS.Stream(t.Context(), names.EventsStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	decision, err := events.GetLastMsgForSubject(t.Context(), names.Event("perm:1", bubevents.SubjectName(bubevents.TypeHookDecision)))
+	if err != nil || !strings.Contains(string(decision.Data), `"plugin":"policy"`) || !strings.Contains(string(decision.Data), "no shell here") {
+		t.Fatalf("no deny decision of the policy interceptor: %v %s", err, decisionData(decision))
+	}
+	if e := errs.list(); len(e) > 0 {
+		t.Fatalf("services met NATS errors (missing permissions?):\n%s", strings.Join(e, "\n"))
+	}
+	select {
+	case err := <-failures:
+		t.Fatal(err)
+	default:
+	}
+
+	// What the roles must not do: publish outside their subjects.
+	forbidden := []struct{ role, subject string }{
+		{"interceptor", names.Event("perm:1", "run.started")},
+		{"observer", names.Event("perm:1", "run.started")},
+		{"observer", names.Inbound("http")},
+		{"ingress", names.Event("perm:1", "run.started")},
+		{"ingress", names.Tape("perm:1")},
+		{"worker", names.Tape("perm:1")},
+		{"recorder", names.Inbound("http")},
+	}
+	for _, f := range forbidden {
+		denied := make(chan error, 1)
+		nc, err := nats.Connect(srv.URL, nats.UserInfo(f.role, pw[f.role]), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			select {
+			case denied <- err:
+			default:
+			}
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := nc.Publish(f.subject, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		_ = nc.Flush()
+		select {
+		case err := <-denied:
+			if !errors.Is(err, nats.ErrPermissionViolation) {
+				t.Errorf("%s publishing to %s: %v, want a permission violation", f.role, f.subject, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Errorf("%s may publish to %s", f.role, f.subject)
+		}
+		nc.Close()
+	}
+	// The observer may subscribe to events but not to interceptor requests.
+	denied := make(chan error, 1)
+	nc, err := nats.Connect(srv.URL, nats.UserInfo("observer", pw["observer"]), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		select {
+		case denied <- err:
+		default:
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := nc.SubscribeSync(names.EventsAll()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nc.SubscribeSync(names.HookAll()); err != nil {
+		t.Fatal(err)
+	}
+	_ = nc.Flush()
+	select {
+	case err := <-denied:
+		if !strings.Contains(err.Error(), names.HookAll()) {
+			t.Errorf("observer subscription error %v, want one for %s", err, names.HookAll())
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the observer may subscribe to interceptor requests")
+	}
+}

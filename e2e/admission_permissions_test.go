@@ -1,0 +1,174 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/bubbus/bub/internal/fakellm"
+	"github.com/bubbus/bub/internal/natstest"
+	"github.com/bubbus/bub/pkg/subjects"
+)
+
+// deployConf is the server configuration of the compose deployment, with
+// one user per service role.
+const deployConf = "../deploy/nats/nats-server.conf"
+
+var rolePasswords = map[string]string{
+	"ingress": "pw-ingress", "worker": "pw-worker", "recorder": "pw-recorder",
+	"interceptor": "pw-interceptor", "observer": "pw-observer", "admin": "pw-admin",
+}
+
+// startDeployServer runs a nats-server with the users and permissions of
+// deploy/nats/nats-server.conf (loaded by the server's own config parser;
+// only the listen address and the store move to the test).
+func startDeployServer(t *testing.T) *natstest.Server {
+	t.Helper()
+	for role, pw := range rolePasswords {
+		t.Setenv("BUB_NATS_"+strings.ToUpper(role)+"_PASSWORD", pw)
+	}
+	opts, err := server.ProcessConfigFile(deployConf)
+	if err != nil {
+		t.Fatalf("loading %s: %v", deployConf, err)
+	}
+	opts.Host, opts.Port, opts.HTTPPort, opts.StoreDir = "127.0.0.1", server.RANDOM_PORT, 0, t.TempDir()
+	return natstest.StartWithOptions(t, opts)
+}
+
+// asRole connects as a role and collects the server's async errors.
+func asRole(t *testing.T, srv *natstest.Server, role string) (*nats.Conn, func() []error) {
+	t.Helper()
+	var mu sync.Mutex
+	var errs []error
+	nc, err := nats.Connect(srv.URL, nats.UserInfo(role, rolePasswords[role]), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		errs = append(errs, err)
+	}))
+	if err != nil {
+		t.Fatalf("connecting as %s: %v", role, err)
+	}
+	t.Cleanup(nc.Close)
+	return nc, func() []error {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]error(nil), errs...)
+	}
+}
+
+func violation(errs []error, subject string) bool {
+	for _, err := range errs {
+		if errors.Is(err, nats.ErrPermissionViolation) && strings.Contains(err.Error(), subject) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestObserverCannotPublishInbound: the observer role may watch events
+// but the server refuses its publish to bub.inbound.>, and nothing reaches
+// the inbound stream; an interceptor cannot publish lifecycle events.
+func TestObserverCannotPublishInbound(t *testing.T) {
+	srv := startDeployServer(t)
+	names := subjects.Default()
+	admin, _ := asRole(t, srv, "admin")
+	ajs, err := jetstream.New(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ajs.CreateOrUpdateStream(t.Context(), jetstream.StreamConfig{Name: names.InboundStream(), Subjects: []string{names.InboundAll()}}); err != nil {
+		t.Fatal(err)
+	}
+
+	observer, errs := asRole(t, srv, "observer")
+	if _, err := observer.SubscribeSync(names.EventsAll()); err != nil {
+		t.Fatal(err)
+	}
+	ojs, err := jetstream.New(observer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	if _, err := ojs.Publish(ctx, names.Inbound("http"), []byte(`{"content":"sneaky"}`)); err == nil {
+		t.Fatal("the observer published an inbound envelope")
+	}
+	natstest.Eventually(t, 5*time.Second, func() (bool, string) {
+		return violation(errs(), names.Inbound("http")), "no permissions violation reported for the observer's publish"
+	})
+	if violation(errs(), names.EventsAll()) {
+		t.Fatal("the observer may not subscribe to events")
+	}
+	st, err := ajs.Stream(t.Context(), names.InboundStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := st.Info(t.Context()); err != nil || info.State.Msgs != 0 {
+		t.Fatalf("inbound stream holds %d messages (%v)", info.State.Msgs, err)
+	}
+
+	interceptor, ierrs := asRole(t, srv, "interceptor")
+	if err := interceptor.Publish(names.Event("s", "run.started"), []byte("forged")); err != nil {
+		t.Fatal(err)
+	}
+	_ = interceptor.Flush()
+	natstest.Eventually(t, 5*time.Second, func() (bool, string) {
+		return violation(ierrs(), names.Event("s", "run.started")), "no permissions violation reported for the interceptor's event"
+	})
+}
+
+// TestServiceRolesDoTheirJobs runs ingress, a worker and the recorder as
+// processes, each with its own user from the deployment config, through
+// a plain turn and a steering message into a running turn; no service
+// hits a permissions violation and the tape is written.
+func TestServiceRolesDoTheirJobs(t *testing.T) {
+	srv := startDeployServer(t)
+	fake, base := fakellm.Start(t, fakellm.Script{Steps: []fakellm.Step{
+		{Match: "slow", Text: "slow done.", Delay: fakellm.Duration(slowDelay)},
+	}})
+	common := []string{"BUB_NATS_URL=" + srv.URL, "BUB_MODEL=openai:fake", "BUB_API_BASE=" + base, "BUB_API_KEY=x", "BUB_ADMISSION=steer"}
+	as := func(role string) []string {
+		return append(append([]string(nil), common...), "BUB_NATS_USER="+role, "BUB_NATS_PASSWORD="+rolePasswords[role])
+	}
+	httpAddr := freeAddr(t)
+	procs := []*proc{start(t, "ingress", as("ingress"), "--http", httpAddr)}
+	web := "http://" + httpAddr
+	waitHTTP(t, web+"/readyz", 30*time.Second)
+	procs = append(procs, start(t, "worker", as("worker"), "--workspace", t.TempDir()), start(t, "recorder", as("recorder")))
+
+	if status, r := post(t, web, map[string]any{"content": "hello with least privilege", "session_id": "perm"}, "30s"); status != 200 || len(r.Outbounds) != 1 {
+		t.Fatalf("turn: %d %+v", status, r)
+	}
+	done := make(chan reply, 1)
+	go func() {
+		_, r := post(t, web, map[string]any{"content": "slow question", "session_id": "perm"}, "60s")
+		done <- r
+	}()
+	eventually(t, 30*time.Second, func() (bool, string) { return len(fake.Requests()) == 2, "slow turn not running" })
+	if status, r := post(t, web, map[string]any{"content": "steer: mention the kiwi", "session_id": "perm"}, ""); status != 202 {
+		t.Fatalf("steer: %d %+v", status, r)
+	}
+	if r := <-done; len(r.Outbounds) != 1 {
+		t.Fatalf("slow turn: %+v", r)
+	}
+	if reqs := fake.Requests(); len(reqs) != 3 || !hasMessage(reqs[2], "mention the kiwi") {
+		t.Fatalf("the steering message did not reach the running turn (%d requests)", len(reqs))
+	}
+	adminEnv := []string{"BUB_NATS_USER=admin", "BUB_NATS_PASSWORD=" + rolePasswords["admin"]}
+	eventually(t, 30*time.Second, func() (bool, string) {
+		out := run(t, "bub", adminEnv, "tape", "show", "--nats", srv.URL, "perm")
+		return strings.Contains(out, "mention the kiwi") && strings.Contains(out, "least privilege"), out
+	})
+	for _, p := range procs {
+		if out := p.out.String(); strings.Contains(strings.ToLower(out), "permissions violation") {
+			t.Errorf("%s hit a permissions violation:\n%s", p.name, out)
+		}
+	}
+}

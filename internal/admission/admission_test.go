@@ -1,0 +1,528 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/bubbus/bub/internal/natstest"
+	"github.com/bubbus/bub/internal/natsx"
+	"github.com/bubbus/bub/internal/worker"
+	"github.com/bubbus/bub/pkg/envelope"
+	"github.com/bubbus/bub/pkg/events"
+	"github.com/bubbus/bub/pkg/hooks"
+	"github.com/bubbus/bub/pkg/subjects"
+)
+
+// testHooks resolves the envelope's session id and answers admit_message
+// for a busy session with a fixed decision, else process.
+type testHooks struct {
+	action hooks.AdmitAction
+	mu     sync.Mutex
+	snaps  []hooks.TurnSnapshot
+	errs   []string
+}
+
+func (h *testHooks) ResolveSession(_ context.Context, in hooks.ResolveSessionInput) (string, error) {
+	return in.Message.SessionID, nil
+}
+
+func (h *testHooks) AdmitMessage(_ context.Context, in hooks.AdmitMessageInput) (hooks.AdmitDecision, error) {
+	h.mu.Lock()
+	h.snaps = append(h.snaps, in.Turn)
+	h.mu.Unlock()
+	if h.action == "" || !in.Turn.IsRunning && in.Turn.PendingCount == 0 {
+		return hooks.AdmitDecision{Action: hooks.AdmitProcess}, nil
+	}
+	return hooks.AdmitDecision{Action: h.action}, nil
+}
+
+func (h *testHooks) NotifyError(_ context.Context, in hooks.OnErrorInput) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.errs = append(h.errs, in.Stage)
+}
+
+// outbox collects outbound envelopes.
+type outbox struct {
+	mu  sync.Mutex
+	out []*envelope.Envelope
+}
+
+func (o *outbox) Send(_ context.Context, env *envelope.Envelope) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.out = append(o.out, env)
+	return nil
+}
+
+// turns is the next processor: each turn blocks until released, draining
+// its steering inbox first when drain is set.
+type turns struct {
+	drain bool
+
+	mu       sync.Mutex
+	started  []string
+	finished []string
+	steered  map[string][]string
+	gates    map[string]chan struct{}
+}
+
+func newTurns() *turns {
+	return &turns{steered: map[string][]string{}, gates: map[string]chan struct{}{}}
+}
+
+func (p *turns) gate(id string) chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	g, ok := p.gates[id]
+	if !ok {
+		g = make(chan struct{})
+		p.gates[id] = g
+	}
+	return g
+}
+
+func (p *turns) release(id string) { close(p.gate(id)) }
+
+func (p *turns) Process(ctx context.Context, in worker.Inbound) error {
+	id := in.Envelope.ID
+	p.mu.Lock()
+	p.started = append(p.started, id)
+	p.mu.Unlock()
+	select {
+	case <-p.gate(id):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if s := worker.SteeringFrom(ctx); s != nil && p.drain {
+		msgs, err := s.Drain(ctx)
+		if err != nil {
+			return err
+		}
+		p.mu.Lock()
+		for _, m := range msgs {
+			p.steered[id] = append(p.steered[id], m.PlainText())
+		}
+		p.mu.Unlock()
+	}
+	p.mu.Lock()
+	p.finished = append(p.finished, id)
+	p.mu.Unlock()
+	return nil
+}
+
+func (p *turns) snapshot() (started, finished []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.started), slices.Clone(p.finished)
+}
+
+type fixture struct {
+	js    jetstream.JetStream
+	names subjects.Names
+	gate  *Gate
+	hooks *testHooks
+	out   *outbox
+	turns *turns
+}
+
+func newFixture(t *testing.T, action hooks.AdmitAction) *fixture {
+	t.Helper()
+	srv := natstest.Start(t)
+	_, js := srv.JetStream(t)
+	names := subjects.Default()
+	ctx := t.Context()
+	if err := natsx.EnsureTopology(ctx, js, names, natsx.Topology{MemoryStorage: true, TurnTTL: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{js: js, names: names, hooks: &testHooks{action: action}, out: &outbox{}, turns: newTurns()}
+	g, err := NewGate(ctx, Options{JS: js, Names: names, Source: events.Source("worker", "test"), Hooks: f.hooks, Outbox: f.out, Next: f.turns, TTL: time.Second, Owner: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.gate = g
+	return f
+}
+
+var seq uint64
+
+func inbound(id, session string) worker.Inbound {
+	seq++
+	return worker.Inbound{Envelope: &envelope.Envelope{ID: id, SessionID: session, Channel: "http", Content: "content of " + id}, Delivery: 1, StreamSeq: seq}
+}
+
+// process runs g.Process in a goroutine and returns its result channel.
+func (f *fixture) process(in worker.Inbound) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- f.gate.Process(context.Background(), in) }()
+	return done
+}
+
+func (f *fixture) waitStarted(t *testing.T, ids ...string) {
+	t.Helper()
+	natstest.Eventually(t, 10*time.Second, func() (bool, string) {
+		started, _ := f.turns.snapshot()
+		return slices.Equal(started, ids), fmt.Sprintf("started %v, want %v", started, ids)
+	})
+}
+
+func wait(t *testing.T, done <-chan error) {
+	t.Helper()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("process: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("turn did not finish")
+	}
+}
+
+func TestProcessRunsConcurrentlyAndSnapshotCounts(t *testing.T) {
+	f := newFixture(t, "")
+	a := f.process(inbound("a", "s"))
+	f.waitStarted(t, "a")
+	b := f.process(inbound("b", "s"))
+	f.waitStarted(t, "a", "b")
+	snap, err := f.gate.Snapshot(t.Context(), "s", "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !snap.IsRunning || snap.RunningCount != 2 || snap.PendingCount != 0 {
+		t.Fatalf("snapshot %+v, want two running", snap)
+	}
+	f.turns.release("a")
+	f.turns.release("b")
+	wait(t, a)
+	wait(t, b)
+	natstest.Eventually(t, 5*time.Second, func() (bool, string) {
+		snap, err := f.gate.Snapshot(t.Context(), "s", "", 0)
+		return err == nil && !snap.IsRunning, fmt.Sprintf("%+v %v", snap, err)
+	})
+	if got := f.hooks.snaps[1]; !got.IsRunning || got.RunningCount != 1 {
+		t.Fatalf("second admission saw %+v, want one running turn", got)
+	}
+}
+
+func TestFollowUpsRunInArrivalOrderAfterTheRunningTurn(t *testing.T) {
+	f := newFixture(t, hooks.AdmitFollowUp)
+	a := f.process(inbound("a", "s"))
+	f.waitStarted(t, "a")
+	var later []<-chan error
+	for _, id := range []string{"b", "c", "d"} {
+		later = append(later, f.process(inbound(id, "s")))
+		natstest.Eventually(t, 5*time.Second, func() (bool, string) {
+			snap, err := f.gate.Snapshot(t.Context(), "s", "", 0)
+			return err == nil && snap.PendingCount == len(later), fmt.Sprintf("%+v %v", snap, err)
+		})
+	}
+	// Another session is not held up.
+	other := f.process(inbound("x", "other"))
+	f.waitStarted(t, "a", "x")
+	f.turns.release("x")
+	wait(t, other)
+
+	for _, id := range []string{"a", "b", "c", "d"} {
+		f.turns.release(id)
+	}
+	wait(t, a)
+	for _, d := range later {
+		wait(t, d)
+	}
+	started, finished := f.turns.snapshot()
+	if want := []string{"a", "x", "b", "c", "d"}; !slices.Equal(started, want) {
+		t.Fatalf("started %v, want %v", started, want)
+	}
+	if want := []string{"x", "a", "b", "c", "d"}; !slices.Equal(finished, want) {
+		t.Fatalf("finished %v, want %v", finished, want)
+	}
+}
+
+func TestFollowUpWaitsForEachTurnToFinish(t *testing.T) {
+	f := newFixture(t, hooks.AdmitFollowUp)
+	a := f.process(inbound("a", "s"))
+	f.waitStarted(t, "a")
+	b := f.process(inbound("b", "s"))
+	c := f.process(inbound("c", "s"))
+	natstest.Eventually(t, 5*time.Second, func() (bool, string) {
+		snap, _ := f.gate.Snapshot(t.Context(), "s", "", 0)
+		return snap.PendingCount == 2, fmt.Sprintf("%+v", snap)
+	})
+	f.turns.release("a")
+	wait(t, a)
+	f.waitStarted(t, "a", "b") // c waits for b
+	f.turns.release("b")
+	wait(t, b)
+	f.waitStarted(t, "a", "b", "c")
+	f.turns.release("c")
+	wait(t, c)
+}
+
+func TestDropAnswersTheSenderAndRecordsAnEvent(t *testing.T) {
+	f := newFixture(t, hooks.AdmitDrop)
+	a := f.process(inbound("a", "s"))
+	f.waitStarted(t, "a")
+	if err := f.gate.Process(t.Context(), inbound("b", "s")); err != nil {
+		t.Fatal(err)
+	}
+	f.turns.release("a")
+	wait(t, a)
+	if started, _ := f.turns.snapshot(); !slices.Equal(started, []string{"a"}) {
+		t.Fatalf("started %v: the dropped message ran", started)
+	}
+	if len(f.out.out) != 1 {
+		t.Fatalf("outbox %v, want one error envelope", f.out.out)
+	}
+	e := f.out.out[0]
+	if e.ID != "b/0" || e.InReplyTo != "b" || e.Kind != envelope.KindError || e.BatchSize != 1 {
+		t.Fatalf("drop reply %+v", e)
+	}
+	st, err := f.js.Stream(t.Context(), f.names.EventsStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := st.GetLastMsgForSubject(t.Context(), f.names.Event("s", events.SubjectName(events.TypeTurnDropped)))
+	if err != nil {
+		t.Fatalf("no turn.dropped event: %v", err)
+	}
+	ev, err := events.Decode(raw.Header, raw.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d events.TurnDroppedData
+	if err := events.DecodeData(ev, &d); err != nil || d.EnvelopeID != "b" {
+		t.Fatalf("turn.dropped %+v %v", d, err)
+	}
+}
+
+func TestSteerReachesTheRunningTurn(t *testing.T) {
+	f := newFixture(t, hooks.AdmitSteer)
+	f.turns.drain = true
+	a := f.process(inbound("a", "s"))
+	f.waitStarted(t, "a")
+	if err := f.gate.Process(t.Context(), inbound("b", "s")); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := f.gate.Snapshot(t.Context(), "s", "", 0)
+	if err != nil || snap.SteeringCount != 1 {
+		t.Fatalf("snapshot %+v %v, want one steering message", snap, err)
+	}
+	f.turns.release("a")
+	wait(t, a)
+	if got := f.turns.steered["a"]; !slices.Equal(got, []string{"content of b"}) {
+		t.Fatalf("turn a drained %v", got)
+	}
+	if started, _ := f.turns.snapshot(); !slices.Equal(started, []string{"a"}) {
+		t.Fatalf("started %v: the steered message also ran as a turn", started)
+	}
+	if n, err := f.gate.steer.Count(t.Context(), "s"); err != nil || n != 0 {
+		t.Fatalf("steering messages left: %d %v", n, err)
+	}
+}
+
+func TestLateSteerBecomesAFollowUp(t *testing.T) {
+	f := newFixture(t, hooks.AdmitSteer)
+	a := f.process(inbound("a", "s")) // never drains
+	f.waitStarted(t, "a")
+	if err := f.gate.Process(t.Context(), inbound("b", "s")); err != nil {
+		t.Fatal(err)
+	}
+	f.turns.release("a")
+	wait(t, a)
+	st, err := f.js.Stream(t.Context(), f.names.InboundStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := st.GetLastMsgForSubject(t.Context(), f.names.Inbound("http"))
+	if err != nil {
+		t.Fatalf("steering message not re-injected: %v", err)
+	}
+	if raw.Header.Get(subjects.HeaderAdmission) != "follow_up" || raw.Header.Get(subjects.HeaderMsgID) != "b/follow_up" {
+		t.Fatalf("re-injected headers %v", raw.Header)
+	}
+	env, err := DecodeSteer(raw.Header, raw.Data)
+	if err != nil || env.ID != "b" || env.Content != "content of b" {
+		t.Fatalf("re-injected %+v %v", env, err)
+	}
+	if n, _ := f.gate.steer.Count(t.Context(), "s"); n != 0 {
+		t.Fatalf("%d steering messages left", n)
+	}
+	// The forced follow-up skips admit_message and runs (the session is idle).
+	in := inbound("b", "s")
+	in.Admission = "follow_up"
+	before := len(f.hooks.snaps)
+	done := f.process(in)
+	f.waitStarted(t, "a", "b")
+	f.turns.release("b")
+	wait(t, done)
+	if len(f.hooks.snaps) != before {
+		t.Fatal("a forced follow-up went through admit_message")
+	}
+}
+
+func TestSteerWithoutRunningTurnRunsLikeAFollowUp(t *testing.T) {
+	f := newFixture(t, hooks.AdmitSteer)
+	done := f.process(inbound("a", "s"))
+	f.waitStarted(t, "a")
+	f.turns.release("a")
+	wait(t, done)
+}
+
+func TestDeadWorkersEntriesExpire(t *testing.T) {
+	f := newFixture(t, "")
+	l, err := f.gate.reg.hold(t.Context(), f.names.TurnRunKey("s", "dead"), entry{Envelope: "dead"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.stop() // the worker died: no more heartbeats, no removal
+	snap, err := f.gate.Snapshot(t.Context(), "s", "", 0)
+	if err != nil || snap.RunningCount != 1 {
+		t.Fatalf("snapshot %+v %v, want the dead turn still counted", snap, err)
+	}
+	natstest.Eventually(t, 10*time.Second, func() (bool, string) {
+		snap, err := f.gate.Snapshot(t.Context(), "s", "", 0)
+		return err == nil && snap.RunningCount == 0, fmt.Sprintf("%+v %v", snap, err)
+	})
+}
+
+func TestFollowUpStartsWhenTheDeadTurnExpires(t *testing.T) {
+	f := newFixture(t, hooks.AdmitFollowUp)
+	l, err := f.gate.reg.hold(t.Context(), f.names.TurnRunKey("s", "dead"), entry{Envelope: "dead"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.stop()
+	done := f.process(inbound("b", "s"))
+	f.waitStarted(t, "b")
+	f.turns.release("b")
+	wait(t, done)
+}
+
+func TestHeartbeatKeepsALiveTurn(t *testing.T) {
+	f := newFixture(t, "")
+	a := f.process(inbound("a", "s"))
+	f.waitStarted(t, "a")
+	deadline := time.Now().Add(3 * time.Second) // three TTLs
+	for time.Now().Before(deadline) {
+		snap, err := f.gate.Snapshot(t.Context(), "s", "", 0)
+		if err != nil || snap.RunningCount != 1 {
+			t.Fatalf("live turn lost from the registry: %+v %v", snap, err)
+		}
+	}
+	f.turns.release("a")
+	wait(t, a)
+}
+
+func TestRedeliveredDoneEnvelopeIsSkipped(t *testing.T) {
+	f := newFixture(t, "")
+	in := inbound("a", "s")
+	done := f.process(in)
+	f.waitStarted(t, "a")
+	f.turns.release("a")
+	wait(t, done)
+	in.Delivery = 2 // the ack was lost
+	if err := f.gate.Process(t.Context(), in); err != nil {
+		t.Fatal(err)
+	}
+	if started, _ := f.turns.snapshot(); len(started) != 1 {
+		t.Fatalf("started %v: a finished envelope ran again", started)
+	}
+}
+
+func TestStoppingHandsBackAWaitingFollowUpKeepingItsPlace(t *testing.T) {
+	f := newFixture(t, hooks.AdmitFollowUp)
+	a := f.process(inbound("a", "s"))
+	f.waitStarted(t, "a")
+	stopping := make(chan struct{})
+	b := inbound("b", "s")
+	b.Stopping = stopping
+	res := f.process(b)
+	natstest.Eventually(t, 5*time.Second, func() (bool, string) {
+		snap, _ := f.gate.Snapshot(t.Context(), "s", "", 0)
+		return snap.PendingCount == 1, fmt.Sprintf("%+v", snap)
+	})
+	close(stopping)
+	select {
+	case err := <-res:
+		if !errors.Is(err, worker.ErrRetry) {
+			t.Fatalf("stopping follow-up returned %v, want a retry", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("waiting follow-up ignored the stop")
+	}
+	// The redelivery keeps the follow-up decision although admit_message
+	// would now say process.
+	f.hooks.action = hooks.AdmitProcess
+	b.Stopping, b.Delivery = nil, 2
+	res = f.process(b)
+	f.turns.release("a")
+	wait(t, a)
+	f.waitStarted(t, "a", "b")
+	f.turns.release("b")
+	wait(t, res)
+}
+
+func TestParsePolicy(t *testing.T) {
+	for _, tt := range []struct {
+		spec string
+		want string
+		err  bool
+	}{
+		{spec: "", want: ""},
+		{spec: "steer", want: "steer"},
+		{spec: "cli:steer,http:follow_up", want: "cli:steer,http:follow_up"},
+		{spec: " cli:steer , drop ", want: "cli:steer,drop"},
+		{spec: "*:process", want: "process"},
+		{spec: "later", err: true},
+		{spec: ":steer", err: true},
+		{spec: "cli:wait", err: true},
+	} {
+		p, err := ParsePolicy(tt.spec)
+		if (err != nil) != tt.err {
+			t.Errorf("%q: err %v", tt.spec, err)
+			continue
+		}
+		if tt.err {
+			continue
+		}
+		got := ""
+		if p != nil {
+			got = p.String()
+		}
+		if got != tt.want {
+			t.Errorf("%q parsed as %q, want %q", tt.spec, got, tt.want)
+		}
+	}
+}
+
+func TestPolicyDecidesOnlyForBusySessions(t *testing.T) {
+	p, err := ParsePolicy("cli:steer,http:drop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy := hooks.TurnSnapshot{IsRunning: true, RunningCount: 1}
+	for _, tt := range []struct {
+		channel string
+		turn    hooks.TurnSnapshot
+		want    hooks.AdmitAction
+		ok      bool
+	}{
+		{channel: "cli", turn: busy, want: hooks.AdmitSteer, ok: true},
+		{channel: "http", turn: busy, want: hooks.AdmitDrop, ok: true},
+		{channel: "telegram", turn: busy},
+		{channel: "cli"},
+		{channel: "http", turn: hooks.TurnSnapshot{PendingCount: 1}, want: hooks.AdmitDrop, ok: true},
+	} {
+		d, ok, err := p.AdmitMessage(t.Context(), hooks.AdmitMessageInput{Message: &envelope.Envelope{Channel: tt.channel}, Turn: tt.turn})
+		if err != nil || ok != tt.ok || d.Action != tt.want {
+			t.Errorf("%s %+v: %+v %v %v", tt.channel, tt.turn, d, ok, err)
+		}
+	}
+}

@@ -1,0 +1,42 @@
+// Package admission schedules inbound envelopes of one session across many
+// workers: Bub's admit_message with a cluster-wide turn registry.
+//
+// Before a worker runs a turn, the [Gate] (a worker.Processor wrapping the
+// turn runtime) resolves the session, asks admit_message with a
+// hooks.TurnSnapshot computed from the [Registry] (JetStream KV bucket
+// bub_turns: one key per running turn and per waiting follow-up, each with
+// a per-key TTL its worker heartbeats, so a dead worker's entry expires),
+// and acts on the decision:
+//
+//   - process (the default): run now, concurrently with any running turn.
+//   - drop: publish dev.bub.turn.dropped.v1 and answer the sender with one
+//     error envelope; nothing runs.
+//   - follow_up: when the session has running turns or waiting follow-ups,
+//     the inbound message stays unacknowledged (kept alive by in-progress
+//     acks) and registers a wait key named by its inbound stream sequence;
+//     it runs once no turn of the session runs and no follow-up with a
+//     lower sequence waits. Follow-ups therefore run one at a time in
+//     inbound stream order (arrival order). If its worker dies, the message
+//     is redelivered and takes over its wait key (same sequence) while the
+//     key lives, keeping its place.
+//   - steer: with a running turn, the envelope is published to
+//     bub.steer.<session> (stream BUB_STEER) and acknowledged; the worker
+//     running a turn of the session claims it at its next MessagesPending
+//     ([Steering], a claim key per message in the registry) and deletes it
+//     only once that turn finished, so a crash hands it to the redelivered
+//     turn. Steering messages nobody claimed when the session's last turn
+//     ends are re-injected into the inbound stream as forced follow-ups
+//     (header Bub-Admission: follow_up). Without a running turn, steer
+//     behaves like follow_up.
+//
+// Decisions are sticky across redeliveries: a redelivered envelope that
+// finds its own run or wait key keeps that decision. A done marker written
+// before the acknowledgement makes a redelivered envelope whose turn
+// already finished a no-op.
+//
+// [Policy] is the builtin admission policy (BUB_ADMISSION=steer or
+// cli:steer,http:follow_up) registered as a plugin in the worker.
+//
+// Looking for the hook dispatch? See pkg/hooks. For the worker loop that
+// calls the gate? See internal/worker.
+package admission

@@ -1,0 +1,340 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/bubbus/bub/internal/worker"
+	"github.com/bubbus/bub/pkg/envelope"
+	"github.com/bubbus/bub/pkg/events"
+	"github.com/bubbus/bub/pkg/framework"
+	"github.com/bubbus/bub/pkg/hooks"
+	"github.com/bubbus/bub/pkg/subjects"
+)
+
+const (
+	process  = hooks.AdmitProcess
+	drop     = hooks.AdmitDrop
+	followUp = hooks.AdmitFollowUp
+	steer    = hooks.AdmitSteer
+)
+
+// Hooks is the part of the hook registry admission dispatches.
+// *hooks.Registry implements it.
+type Hooks interface {
+	ResolveSession(ctx context.Context, in hooks.ResolveSessionInput) (string, error)
+	AdmitMessage(ctx context.Context, in hooks.AdmitMessageInput) (hooks.AdmitDecision, error)
+	NotifyError(ctx context.Context, in hooks.OnErrorInput)
+}
+
+// Outbox publishes an outbound envelope (worker.Runtime implements it).
+type Outbox interface {
+	Send(ctx context.Context, env *envelope.Envelope) error
+}
+
+// Options configure [NewGate].
+type Options struct {
+	JS    jetstream.JetStream
+	Names subjects.Names
+	// Source is the CloudEvent source of the events the gate publishes.
+	Source string
+	// Hooks resolve sessions and decide admissions.
+	Hooks Hooks
+	// Outbox answers dropped messages.
+	Outbox Outbox
+	// Next runs admitted turns (the worker's runtime).
+	Next worker.Processor
+	// TTL of registry keys (30s): how long a dead worker's turns count.
+	TTL time.Duration
+	// DoneTTL of done markers (1h).
+	DoneTTL time.Duration
+	// Owner names this worker in registry entries.
+	Owner string
+	Log   *slog.Logger
+}
+
+// Gate admits inbound envelopes before the runtime runs them; it is the
+// worker's [worker.Processor].
+type Gate struct {
+	o     Options
+	reg   *Registry
+	steer *Steering
+	log   *slog.Logger
+}
+
+var _ worker.Processor = (*Gate)(nil)
+
+// NewGate binds the turn registry and the steering stream.
+func NewGate(ctx context.Context, o Options) (*Gate, error) {
+	var errs []error
+	if o.JS == nil {
+		errs = append(errs, errors.New("admission: jetstream is required"))
+	}
+	if o.Hooks == nil || o.Outbox == nil || o.Next == nil {
+		errs = append(errs, errors.New("admission: hooks, outbox and next processor are required"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	reg, err := NewRegistry(ctx, o.JS, o.Names, RegistryOptions{TTL: o.TTL, DoneTTL: o.DoneTTL, Log: o.Log})
+	if err != nil {
+		return nil, err
+	}
+	return &Gate{o: o, reg: reg, steer: NewSteering(o.JS, o.Names, reg, o.Source, o.Log), log: o.Log}, nil
+}
+
+// Registry returns the gate's turn registry.
+func (g *Gate) Registry() *Registry { return g.reg }
+
+// Steering returns the gate's steering queue.
+func (g *Gate) Steering() *Steering { return g.steer }
+
+// Process admits one inbound envelope and runs, queues, steers or drops
+// it. Registry failures wrap worker.ErrRetry (the message is redelivered).
+func (g *Gate) Process(ctx context.Context, in worker.Inbound) error {
+	env := in.Envelope
+	log := g.log.With("envelope", env.ID, "delivery", in.Delivery)
+	if in.Delivery > 1 {
+		done, err := g.reg.Done(ctx, env.ID)
+		if err != nil {
+			return retry("reading the done marker", err)
+		}
+		if done {
+			log.Info("admission.already_done")
+			return nil
+		}
+	}
+	session, err := g.o.Hooks.ResolveSession(ctx, hooks.ResolveSessionInput{Message: env})
+	if err != nil {
+		log.Warn("admission.resolve_failed", "err", err)
+		g.o.Hooks.NotifyError(ctx, hooks.OnErrorInput{Stage: "resolve_session", Err: err, Message: env})
+		return g.finish(ctx, env.ID, nil)
+	}
+	if env.SessionID == "" {
+		env.SessionID = session
+	}
+	log = log.With("session", session)
+	action, snap, err := g.decide(ctx, in, session)
+	if err != nil {
+		return err
+	}
+	log.Debug("admission.decided", "action", action, "running", snap.RunningCount, "pending", snap.PendingCount, "steering", snap.SteeringCount)
+	switch action {
+	case drop:
+		return g.drop(ctx, session, env)
+	case steer:
+		if snap.IsRunning {
+			return g.steerInto(ctx, session, env)
+		}
+		return g.followUp(ctx, in, session, snap)
+	case followUp:
+		return g.followUp(ctx, in, session, snap)
+	default:
+		return g.run(ctx, in, session, nil)
+	}
+}
+
+// decide returns the admission decision: a sticky one when an earlier
+// delivery of this envelope registered a run or wait key, a forced one
+// from the Bub-Admission header, else admit_message's.
+func (g *Gate) decide(ctx context.Context, in worker.Inbound, session string) (hooks.AdmitAction, hooks.TurnSnapshot, error) {
+	env := in.Envelope
+	snap, err := g.Snapshot(ctx, session, env.ID, in.StreamSeq)
+	if err != nil {
+		return "", snap, retry("taking the turn snapshot", err)
+	}
+	if in.Delivery > 1 {
+		if _, ok, err := g.reg.exists(ctx, g.o.Names.TurnRunKey(session, env.ID)); err != nil {
+			return "", snap, retry("reading the turn registry", err)
+		} else if ok {
+			return process, snap, nil
+		}
+		if _, ok, err := g.reg.exists(ctx, g.o.Names.TurnWaitKey(session, in.StreamSeq)); err != nil {
+			return "", snap, retry("reading the turn registry", err)
+		} else if ok {
+			return followUp, snap, nil
+		}
+	}
+	if in.Admission == string(followUp) {
+		return followUp, snap, nil
+	}
+	if !snap.IsRunning && snap.SteeringCount > 0 {
+		// Steering messages whose turn ended without taking them (and
+		// whose sweep did not happen, e.g. the worker died): follow-ups.
+		if _, err := g.steer.Sweep(ctx, session); err != nil {
+			g.log.Warn("admission.sweep_failed", "session", session, "err", err)
+		}
+	}
+	d, err := g.o.Hooks.AdmitMessage(ctx, hooks.AdmitMessageInput{SessionID: session, Message: env, Turn: snap})
+	if err != nil {
+		g.log.Warn("admission.admit_failed", "envelope", env.ID, "err", err)
+		g.o.Hooks.NotifyError(ctx, hooks.OnErrorInput{Stage: "admit_message", Err: err, Message: env})
+		return process, snap, nil
+	}
+	switch d.Action {
+	case process, drop, followUp, steer:
+		return d.Action, snap, nil
+	case "":
+		return process, snap, nil
+	default:
+		g.log.Warn("admission.unknown_action", "action", d.Action, "envelope", env.ID)
+		return process, snap, nil
+	}
+}
+
+// Snapshot computes admit_message's view of session, leaving out the
+// envelope being admitted (its own earlier delivery) and its wait key.
+func (g *Gate) Snapshot(ctx context.Context, session, self string, selfSeq uint64) (hooks.TurnSnapshot, error) {
+	snap := hooks.TurnSnapshot{SessionID: session}
+	k, err := g.reg.keys(ctx, session)
+	if err != nil {
+		return snap, err
+	}
+	delete(k.run, g.o.Names.TurnRunKey(session, self))
+	if selfSeq > 0 {
+		delete(k.wait, g.o.Names.TurnWaitKey(session, selfSeq))
+	}
+	snap.RunningCount, snap.PendingCount = len(k.run), len(k.wait)
+	snap.IsRunning = snap.RunningCount > 0
+	if snap.SteeringCount, err = g.steer.Count(ctx, session); err != nil {
+		return snap, err
+	}
+	return snap, nil
+}
+
+// drop records the decision and tells the sender.
+func (g *Gate) drop(ctx context.Context, session string, env *envelope.Envelope) error {
+	data := events.TurnDroppedData{EnvelopeID: env.ID, Reason: "admit_message"}
+	ev, err := events.New(events.TypeTurnDropped, events.Attrs{ID: env.ID + "/dropped", Source: g.o.Source, SessionID: session}, data)
+	if err != nil {
+		return err
+	}
+	msg, err := events.ToMsg(g.o.Names.Event(session, events.SubjectName(events.TypeTurnDropped)), ev)
+	if err != nil {
+		return err
+	}
+	if _, err := g.o.JS.PublishMsg(ctx, msg); err != nil {
+		return retry("publishing turn.dropped", err)
+	}
+	out := &envelope.Envelope{
+		SessionID: session,
+		Channel:   env.ChannelOrDefault(),
+		ChatID:    env.ChatIDOrDefault(),
+		Content:   "Message dropped: the session is busy (admit_message decided drop).",
+		Kind:      envelope.KindError,
+	}
+	out.OutputChannel = env.OutputChannel
+	if out.OutputChannel == "" {
+		out.OutputChannel = out.Channel
+	}
+	framework.Address(out, env, 0, 1)
+	if err := g.o.Outbox.Send(ctx, out); err != nil {
+		return retry("answering a dropped message", err)
+	}
+	g.log.Info("admission.dropped", "session", session, "envelope", env.ID)
+	return g.finish(ctx, env.ID, nil)
+}
+
+// steerInto queues env for the session's running turn. When the turn
+// ended meanwhile, the sweep makes it a follow-up.
+func (g *Gate) steerInto(ctx context.Context, session string, env *envelope.Envelope) error {
+	if err := g.steer.Publish(ctx, session, env); err != nil {
+		return retry("steering", err)
+	}
+	g.log.Info("admission.steered", "session", session, "envelope", env.ID)
+	g.sweepIfIdle(ctx, session)
+	return nil
+}
+
+// followUp waits until the session is free, then runs the turn. A session
+// with no running turn and no waiting follow-up runs it at once.
+func (g *Gate) followUp(ctx context.Context, in worker.Inbound, session string, snap hooks.TurnSnapshot) error {
+	if !snap.IsRunning && snap.PendingCount == 0 {
+		return g.run(ctx, in, session, nil)
+	}
+	key := g.o.Names.TurnWaitKey(session, in.StreamSeq)
+	wait, err := g.reg.hold(ctx, key, entry{Envelope: in.Envelope.ID, Seq: in.StreamSeq, Owner: g.o.Owner, Since: time.Now().UTC()})
+	if err != nil {
+		return retry("queueing a follow-up", err)
+	}
+	g.log.Info("admission.follow_up_queued", "session", session, "envelope", in.Envelope.ID, "seq", in.StreamSeq)
+	if err := g.reg.awaitTurn(ctx, session, key, in.Stopping); err != nil {
+		wait.stop() // keep the key: the redelivered message takes it over
+		return retry("waiting for the session", err)
+	}
+	return g.run(ctx, in, session, wait)
+}
+
+// run registers the turn as running, runs it with the session's steering
+// inbox, and afterwards commits or releases what it took. wait, when not
+// nil, is the follow-up's wait key, removed once the run key exists.
+func (g *Gate) run(ctx context.Context, in worker.Inbound, session string, wait *lease) error {
+	env := in.Envelope
+	runKey := g.o.Names.TurnRunKey(session, env.ID)
+	l, err := g.reg.hold(ctx, runKey, entry{Envelope: env.ID, Seq: in.StreamSeq, Owner: g.o.Owner, Since: time.Now().UTC()})
+	if err != nil {
+		if wait != nil {
+			wait.stop()
+		}
+		return retry("registering the turn", err)
+	}
+	if wait != nil {
+		wait.end(ctx)
+	}
+	inbox := g.steer.Inbox(session, env.ID)
+	err = g.o.Next.Process(worker.WithSteering(ctx, inbox), in)
+	cctx := context.WithoutCancel(ctx)
+	if errors.Is(err, worker.ErrRetry) || ctx.Err() != nil {
+		inbox.Release()
+		l.end(cctx)
+		return err
+	}
+	if cerr := inbox.Commit(cctx); cerr != nil {
+		g.log.Warn("admission.steer_commit_failed", "session", session, "err", cerr)
+	}
+	l.end(cctx)
+	g.sweepIfIdle(cctx, session)
+	return g.finish(cctx, env.ID, err)
+}
+
+// finish writes the done marker of an envelope about to be acknowledged
+// and passes err through.
+func (g *Gate) finish(ctx context.Context, envelopeID string, err error) error {
+	if merr := g.reg.MarkDone(ctx, envelopeID); merr != nil {
+		g.log.Warn("admission.done_marker_failed", "envelope", envelopeID, "err", merr)
+	}
+	return err
+}
+
+// sweepIfIdle turns leftover steering messages into follow-ups when no
+// turn of the session runs any more.
+func (g *Gate) sweepIfIdle(ctx context.Context, session string) {
+	if n, err := g.steer.Count(ctx, session); err == nil && n == 0 {
+		return // the common case: nothing to sweep
+	}
+	k, err := g.reg.keys(ctx, session)
+	if err != nil {
+		g.log.Warn("admission.sweep_failed", "session", session, "err", err)
+		return
+	}
+	if len(k.run) > 0 {
+		return
+	}
+	if n, err := g.steer.Sweep(ctx, session); err != nil {
+		g.log.Warn("admission.sweep_failed", "session", session, "err", err)
+	} else if n > 0 {
+		g.log.Info("admission.steering_to_follow_up", "session", session, "messages", n)
+	}
+}
+
+func retry(doing string, err error) error {
+	return fmt.Errorf("%w: %s: %w", worker.ErrRetry, doing, err)
+}

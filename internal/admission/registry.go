@@ -1,0 +1,288 @@
+package admission
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/bubbus/bub/pkg/subjects"
+)
+
+// Registry is the cluster-wide turn registry: the turns KV bucket, with a
+// key per running turn, per waiting follow-up, per claimed steering
+// message and per finished envelope. Every key but the done markers lives
+// only while its owner heartbeats it.
+type Registry struct {
+	js      jetstream.JetStream
+	kv      jetstream.KeyValue
+	names   subjects.Names
+	bucket  string
+	ttl     time.Duration
+	doneTTL time.Duration
+	log     *slog.Logger
+}
+
+// RegistryOptions configure [NewRegistry].
+type RegistryOptions struct {
+	// TTL is how long a key lives without a heartbeat (30s); heartbeats
+	// come every TTL/3.
+	TTL time.Duration
+	// DoneTTL is how long a done marker is kept (1h); it must outlive
+	// every redelivery of an acknowledged-but-lost envelope (ack wait ×
+	// max deliver).
+	DoneTTL time.Duration
+	Log     *slog.Logger
+}
+
+// NewRegistry binds the turns bucket (created by natsx.EnsureTopology).
+func NewRegistry(ctx context.Context, js jetstream.JetStream, names subjects.Names, o RegistryOptions) (*Registry, error) {
+	if o.TTL <= 0 {
+		o.TTL = 30 * time.Second
+	}
+	o.TTL = max(o.TTL, time.Second) // the server's minimum message TTL
+	if o.DoneTTL <= 0 {
+		o.DoneTTL = time.Hour
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	kv, err := js.KeyValue(ctx, names.TurnsBucket())
+	if err != nil {
+		return nil, fmt.Errorf("binding the turn registry: %w", err)
+	}
+	return &Registry{js: js, kv: kv, names: names, bucket: names.TurnsBucket(), ttl: o.TTL, doneTTL: o.DoneTTL, log: o.Log}, nil
+}
+
+// entry is the value of a run or wait key.
+type entry struct {
+	Envelope string    `json:"envelope"`
+	Seq      uint64    `json:"seq,omitempty"`
+	Owner    string    `json:"owner"`
+	Since    time.Time `json:"since"`
+}
+
+// sessionKeys are the live run and wait keys of a session.
+type sessionKeys struct {
+	run  map[string]bool
+	wait map[string]bool
+}
+
+func (k sessionKeys) apply(key string, present bool) {
+	switch {
+	case strings.Contains(key, ".run."):
+		set(k.run, key, present)
+	case strings.Contains(key, ".wait."):
+		set(k.wait, key, present)
+	}
+}
+
+func set(m map[string]bool, key string, present bool) {
+	if present {
+		m[key] = true
+	} else {
+		delete(m, key)
+	}
+}
+
+// keys lists the live run and wait keys of session.
+func (r *Registry) keys(ctx context.Context, session string) (sessionKeys, error) {
+	out := sessionKeys{run: map[string]bool{}, wait: map[string]bool{}}
+	w, err := r.kv.WatchFiltered(ctx, []string{r.names.TurnRunKeys(session), r.names.TurnWaitKeys(session)}, jetstream.IgnoreDeletes(), jetstream.MetaOnly())
+	if err != nil {
+		return out, fmt.Errorf("listing turns of %s: %w", session, err)
+	}
+	defer func() { _ = w.Stop() }()
+	for {
+		select {
+		case e := <-w.Updates():
+			if e == nil {
+				return out, nil
+			}
+			out.apply(e.Key(), true)
+		case <-ctx.Done():
+			return out, fmt.Errorf("listing turns of %s: %w", session, ctx.Err())
+		}
+	}
+}
+
+// lease is a registry key kept alive by heartbeats until it is ended.
+type lease struct {
+	r    *Registry
+	key  string
+	val  []byte
+	done chan struct{}
+	wg   sync.WaitGroup
+	once sync.Once
+}
+
+// hold writes key with the registry TTL and heartbeats it every TTL/3
+// until the lease ends.
+func (r *Registry) hold(ctx context.Context, key string, v any) (*lease, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	l := &lease{r: r, key: key, val: b, done: make(chan struct{})}
+	if err := l.beat(ctx); err != nil {
+		return nil, fmt.Errorf("registering %s: %w", key, err)
+	}
+	l.wg.Go(func() {
+		t := time.NewTicker(r.ttl / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-l.done:
+				return
+			case <-t.C:
+				bctx, cancel := context.WithTimeout(context.Background(), r.ttl/3)
+				if err := l.beat(bctx); err != nil {
+					r.log.Warn("admission.heartbeat_failed", "key", key, "err", err)
+				}
+				cancel()
+			}
+		}
+	})
+	return l, nil
+}
+
+// beat (re)writes the key with a fresh TTL. KV Put cannot set a TTL, so it
+// publishes to the key's subject with a message TTL.
+func (l *lease) beat(ctx context.Context) error {
+	_, err := l.r.js.Publish(ctx, l.r.names.KVKeySubject(l.r.bucket, l.key), l.val, jetstream.WithMsgTTL(l.r.ttl))
+	return err
+}
+
+// stop ends the heartbeats and keeps the key until its TTL runs out (a
+// hand-back: the redelivered message takes the key over).
+func (l *lease) stop() {
+	l.once.Do(func() { close(l.done) })
+	l.wg.Wait()
+}
+
+// end stops the heartbeats and removes the key.
+func (l *lease) end(ctx context.Context) {
+	l.stop()
+	if err := l.r.kv.Purge(ctx, l.key, jetstream.PurgeTTL(l.r.ttl)); err != nil {
+		l.r.log.Warn("admission.unregister_failed", "key", l.key, "err", err)
+	}
+}
+
+// exists reports whether key is live.
+func (r *Registry) exists(ctx context.Context, key string) (jetstream.KeyValueEntry, bool, error) {
+	e, err := r.kv.Get(ctx, key)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, err
+	}
+	return e, true, nil
+}
+
+// Done reports whether the turn of envelope already finished and was
+// acknowledged.
+func (r *Registry) Done(ctx context.Context, envelope string) (bool, error) {
+	_, ok, err := r.exists(ctx, r.names.DoneKey(envelope))
+	return ok, err
+}
+
+// MarkDone records that the turn of envelope finished (before its inbound
+// message is acknowledged).
+func (r *Registry) MarkDone(ctx context.Context, envelope string) error {
+	_, err := r.js.Publish(ctx, r.names.KVKeySubject(r.bucket, r.names.DoneKey(envelope)), []byte(time.Now().UTC().Format(time.RFC3339Nano)), jetstream.WithMsgTTL(r.doneTTL))
+	return err
+}
+
+// errStopping is returned when the worker drains while a follow-up waits.
+var errStopping = errors.New("worker stopping")
+
+// awaitTurn blocks until the follow-up with wait key mine may start: no
+// turn of the session runs and no follow-up with a lower sequence waits.
+// It watches the session's keys (TTL expiries arrive as delete markers)
+// and rechecks every TTL in case a watch stalls.
+func (r *Registry) awaitTurn(ctx context.Context, session, mine string, stopping <-chan struct{}) error {
+	for {
+		err := r.watchUntilFree(ctx, session, mine, stopping)
+		if err == nil || ctx.Err() != nil || errors.Is(err, errStopping) {
+			return err
+		}
+		r.log.Warn("admission.watch_failed", "session", session, "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-stopping:
+			return errStopping
+		case <-time.After(r.ttl / 3):
+		}
+	}
+}
+
+var errRecheck = errors.New("recheck")
+
+func (r *Registry) watchUntilFree(ctx context.Context, session, mine string, stopping <-chan struct{}) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w, err := r.kv.Watch(wctx, r.names.TurnKeysOf(session), jetstream.MetaOnly())
+	if err != nil {
+		return err
+	}
+	defer func() { _ = w.Stop() }()
+	k := sessionKeys{run: map[string]bool{}, wait: map[string]bool{}}
+	initial := true
+	recheck := time.NewTicker(r.ttl)
+	defer recheck.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-stopping:
+			return errStopping
+		case <-recheck.C:
+			fresh, err := r.keys(ctx, session)
+			if err != nil {
+				return err
+			}
+			if free(fresh, mine) {
+				return nil
+			}
+		case e, ok := <-w.Updates():
+			if !ok {
+				return errRecheck
+			}
+			if e == nil {
+				initial = false
+			} else {
+				k.apply(e.Key(), e.Operation() == jetstream.KeyValuePut)
+			}
+			if !initial && free(k, mine) {
+				return nil
+			}
+		}
+	}
+}
+
+// free reports whether the follow-up with wait key mine may start.
+func free(k sessionKeys, mine string) bool {
+	if len(k.run) > 0 {
+		return false
+	}
+	for key := range k.wait {
+		if key < mine {
+			return false
+		}
+	}
+	return true
+}
+
+func decodeEntry(b []byte) (entry, error) {
+	var e entry
+	err := json.Unmarshal(b, &e)
+	return e, err
+}

@@ -1,0 +1,302 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/bubbus/bub/internal/dlq"
+	"github.com/bubbus/bub/pkg/envelope"
+	"github.com/bubbus/bub/pkg/events"
+	"github.com/bubbus/bub/pkg/llm"
+	"github.com/bubbus/bub/pkg/subjects"
+)
+
+// Steering is the steering queue of every session: the subjects
+// bub.steer.<session> of stream BUB_STEER. A message stays in the stream
+// until the turn that took it finished (or it was re-injected as a
+// follow-up), so a worker crash never loses it.
+type Steering struct {
+	js     jetstream.JetStream
+	names  subjects.Names
+	reg    *Registry
+	dlq    *dlq.Writer
+	source string
+	log    *slog.Logger
+
+	mu     sync.Mutex
+	stream jetstream.Stream
+}
+
+// NewSteering returns the steering queue over reg's connection.
+func NewSteering(js jetstream.JetStream, names subjects.Names, reg *Registry, source string, log *slog.Logger) *Steering {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Steering{js: js, names: names, reg: reg, dlq: dlq.NewWriter(js, names, log), source: source, log: log}
+}
+
+func (s *Steering) steerStream(ctx context.Context) (jetstream.Stream, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stream != nil {
+		return s.stream, nil
+	}
+	st, err := s.js.Stream(ctx, s.names.SteerStream())
+	if err != nil {
+		return nil, fmt.Errorf("binding the steering stream: %w", err)
+	}
+	s.stream = st
+	return st, nil
+}
+
+// Publish queues env for the running turn of session. The CloudEvent id
+// is the envelope id, so a redelivered inbound message steers once.
+func (s *Steering) Publish(ctx context.Context, session string, env *envelope.Envelope) error {
+	ev, err := events.New(events.TypeEnvelopeInbound, events.Attrs{ID: env.ID, Source: s.source, SessionID: session}, env)
+	if err != nil {
+		return err
+	}
+	msg, err := events.ToMsg(s.names.Steer(session), ev)
+	if err != nil {
+		return err
+	}
+	if _, err := s.js.PublishMsg(ctx, msg); err != nil {
+		return fmt.Errorf("publishing steering message %s: %w", env.ID, err)
+	}
+	return nil
+}
+
+// Count returns how many steering messages of session wait.
+func (s *Steering) Count(ctx context.Context, session string) (int, error) {
+	st, err := s.steerStream(ctx)
+	if err != nil {
+		return 0, err
+	}
+	subj := s.names.Steer(session)
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter(subj))
+	if err != nil {
+		return 0, err
+	}
+	return int(info.State.Subjects[subj]), nil
+}
+
+// ErrNotSteering is returned by [DecodeSteer] for a message that is not an
+// inbound envelope.
+var ErrNotSteering = errors.New("not a steering message")
+
+// DecodeSteer decodes a steering message: a CloudEvent (binary or
+// structured) of type dev.bub.envelope.inbound.v1 carrying a valid
+// envelope.
+func DecodeSteer(header nats.Header, data []byte) (*envelope.Envelope, error) {
+	ev, err := events.Decode(header, data)
+	if err != nil {
+		return nil, err
+	}
+	if ev.Type() != events.TypeEnvelopeInbound {
+		return nil, fmt.Errorf("%w: event type %q", ErrNotSteering, ev.Type())
+	}
+	var env envelope.Envelope
+	if err := events.DecodeData(ev, &env); err != nil {
+		return nil, err
+	}
+	if env.ID == "" {
+		env.ID = ev.ID()
+	}
+	if err := env.Validate(); err != nil {
+		return nil, err
+	}
+	return &env, nil
+}
+
+// stored is one steering message read from the stream.
+type stored struct {
+	seq uint64
+	env *envelope.Envelope
+}
+
+// each calls fn for every steering message of session at or after from
+// that decodes; undecodable ones are dead-lettered and removed.
+func (s *Steering) each(ctx context.Context, session string, from uint64, fn func(stored) error) (next uint64, err error) {
+	st, err := s.steerStream(ctx)
+	if err != nil {
+		return from, err
+	}
+	subj := s.names.Steer(session)
+	next = max(from, 1)
+	for {
+		raw, err := st.GetMsg(ctx, next, jetstream.WithGetMsgSubject(subj))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return next, nil
+		}
+		if err != nil {
+			return next, err
+		}
+		next = raw.Sequence + 1
+		env, derr := DecodeSteer(raw.Header, raw.Data)
+		if derr != nil {
+			if cerr := s.dlq.Copy(ctx, raw.Subject, raw.Header, raw.Data, dlq.ReasonUndecodable, derr); cerr != nil {
+				return next, cerr
+			}
+			_ = st.DeleteMsg(ctx, raw.Sequence)
+			continue
+		}
+		if err := fn(stored{seq: raw.Sequence, env: env}); err != nil {
+			return next, err
+		}
+	}
+}
+
+// remove deletes a steering message; one already gone is fine.
+func (s *Steering) remove(ctx context.Context, seq uint64) error {
+	st, err := s.steerStream(ctx)
+	if err != nil {
+		return err
+	}
+	if err := st.DeleteMsg(ctx, seq); err != nil && !dlq.Gone(err) {
+		return err
+	}
+	return nil
+}
+
+// Sweep re-injects every unclaimed steering message of session into the
+// inbound stream as a forced follow-up (its envelope id kept, so the
+// sender's reply waiter gets the answer), then removes it. Call it when
+// the session has no running turn. Publishing before removing, with a
+// deterministic Nats-Msg-Id, makes concurrent or repeated sweeps publish
+// each message once within the duplicate window.
+func (s *Steering) Sweep(ctx context.Context, session string) (int, error) {
+	n := 0
+	_, err := s.each(ctx, session, 1, func(m stored) error {
+		if _, claimed, err := s.reg.exists(ctx, s.names.SteerClaimKey(session, m.seq)); err != nil || claimed {
+			return err
+		}
+		if err := s.reinject(ctx, session, m.env); err != nil {
+			return err
+		}
+		n++
+		return s.remove(ctx, m.seq)
+	})
+	return n, err
+}
+
+func (s *Steering) reinject(ctx context.Context, session string, env *envelope.Envelope) error {
+	ev, err := events.New(events.TypeEnvelopeInbound, events.Attrs{ID: env.ID, Source: s.source, SessionID: session}, env)
+	if err != nil {
+		return err
+	}
+	msg, err := events.ToMsg(s.names.Inbound(env.ChannelOrDefault()), ev)
+	if err != nil {
+		return err
+	}
+	msg.Header.Set(subjects.HeaderMsgID, env.ID+"/follow_up")
+	msg.Header.Set(subjects.HeaderAdmission, string(followUp))
+	if _, err := s.js.PublishMsg(ctx, msg); err != nil {
+		return fmt.Errorf("re-injecting steering message %s as a follow-up: %w", env.ID, err)
+	}
+	s.log.Info("admission.late_steer_follow_up", "session", session, "envelope", env.ID)
+	return nil
+}
+
+// Inbox is one turn's view of its session's steering queue
+// (agent.Steering): Drain claims the waiting messages for the turn.
+type Inbox struct {
+	s       *Steering
+	session string
+	owner   string // the turn's envelope id
+
+	mu     sync.Mutex
+	next   uint64
+	claims []claim
+}
+
+type claim struct {
+	seq   uint64
+	lease *lease
+}
+
+// Inbox returns the steering inbox of the turn of envelope owner.
+func (s *Steering) Inbox(session, owner string) *Inbox {
+	return &Inbox{s: s, session: session, owner: owner, next: 1}
+}
+
+// Drain claims every steering message of the session not claimed by
+// another live turn and returns their contents in arrival order. A claim
+// by the same envelope (an earlier delivery of this turn that died) is
+// taken over. Failures to read or claim are logged, never returned.
+func (in *Inbox) Drain(ctx context.Context) ([]llm.Content, error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	var out []llm.Content
+	next, err := in.s.each(ctx, in.session, in.next, func(m stored) error {
+		key := in.s.names.SteerClaimKey(in.session, m.seq)
+		e, taken, err := in.s.reg.exists(ctx, key)
+		if err != nil {
+			return err
+		}
+		if taken && !ownedBy(e, in.owner) {
+			return nil
+		}
+		l, err := in.s.reg.hold(ctx, key, entry{Envelope: m.env.ID, Owner: in.owner, Seq: m.seq})
+		if err != nil {
+			return err
+		}
+		in.claims = append(in.claims, claim{seq: m.seq, lease: l})
+		out = append(out, steerContent(m.env))
+		return nil
+	})
+	in.next = next
+	if err != nil {
+		// Steering never fails the run: what could not be read or claimed
+		// stays in the stream for the next drain, the next turn or the
+		// sweep that makes it a follow-up.
+		in.s.log.Warn("admission.steering_drain_failed", "session", in.session, "err", err)
+	}
+	return out, nil
+}
+
+func ownedBy(e jetstream.KeyValueEntry, owner string) bool {
+	v, err := decodeEntry(e.Value())
+	return err == nil && v.Owner == owner
+}
+
+// steerContent is the user message a steering envelope becomes.
+func steerContent(env *envelope.Envelope) llm.Content {
+	return llm.Text(env.Content)
+}
+
+// Claimed returns how many steering messages the turn took.
+func (in *Inbox) Claimed() int {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return len(in.claims)
+}
+
+// Commit removes the claimed messages: the turn that took them finished.
+func (in *Inbox) Commit(ctx context.Context) error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	var errs []error
+	for _, c := range in.claims {
+		errs = append(errs, in.s.remove(ctx, c.seq))
+		c.lease.end(ctx)
+	}
+	in.claims = nil
+	return errors.Join(errs...)
+}
+
+// Release gives the claimed messages back (the turn is handed back): the
+// claims stay until their TTL so the redelivered turn takes them over.
+func (in *Inbox) Release() {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for _, c := range in.claims {
+		c.lease.stop()
+	}
+	in.claims = nil
+}

@@ -1,0 +1,114 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/bubbus/bub/internal/natsx"
+	"github.com/bubbus/bub/pkg/subjects"
+	"github.com/bubbus/bub/pkg/tape"
+)
+
+// P5: reading a session's default context (the entries after its last
+// anchor, 50 entries back) from a 100k-entry JetStream tape beside the same
+// read of a 100-entry tape.
+
+// tapeEntry is a typical chat entry of about 300 bytes.
+func tapeEntry(i int) tape.Entry {
+	return tape.MessageEntry(map[string]any{
+		"role":    "user",
+		"content": fmt.Sprintf("message %d: %s", i, strings.Repeat("lorem ipsum dolor sit amet ", 8)),
+	}, map[string]any{"run_id": fmt.Sprintf("run-%d", i/10)})
+}
+
+// fillTape appends n entries to session, the one 50 from the end an
+// anchor.
+func fillTape(ctx context.Context, s tape.Store, session string, n int, progress func(done int)) error {
+	const batch = 5000
+	for start := 0; start < n; start += batch {
+		entries := make([]tape.Entry, min(batch, n-start))
+		for i := range entries {
+			entries[i] = tapeEntry(start + i)
+			if start+i == n-50 {
+				entries[i] = tape.Anchor("handoff", map[string]any{"summary": "so far"})
+			}
+		}
+		if _, err := s.Append(ctx, session, entries); err != nil {
+			return err
+		}
+		progress(start + len(entries))
+	}
+	return nil
+}
+
+func runP5(ctx context.Context, e *env) ([]Row, error) {
+	dir, err := os.MkdirTemp(e.tmp, "p5-")
+	if err != nil {
+		return nil, err
+	}
+	srv, err := natsx.StartEmbedded(natsx.EmbeddedConfig{StoreDir: dir})
+	if err != nil {
+		return nil, err
+	}
+	defer srv.Shutdown()
+	nc, err := srv.Connect("bench-p5")
+	if err != nil {
+		return nil, err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	store, err := tape.NewJetStreamStore(ctx, js, subjects.Default())
+	if err != nil {
+		return nil, err
+	}
+	sizes := []int{100, e.cfg.tapeEntries}
+	tapes := make([]tape.Tape, len(sizes))
+	for i, n := range sizes {
+		session := fmt.Sprintf("bench-%d", n)
+		if err := fillTape(ctx, store, session, n, func(done int) {
+			e.progress.Show(fmt.Sprintf("P5: writing the %d-entry tape (%d)", n, done))
+		}); err != nil {
+			return nil, err
+		}
+		tapes[i] = tape.New(store, session, tape.Context{})
+	}
+	setBenchTime(e.cfg.benchTime)
+	read := func(tp tape.Tape) func(*testing.B) {
+		return func(b *testing.B) {
+			for b.Loop() {
+				msgs, err := tp.ReadMessages(ctx)
+				if err != nil || len(msgs) != 49 {
+					b.Fatalf("%d messages, %v", len(msgs), err)
+				}
+			}
+		}
+	}
+	results := make([][]float64, len(sizes))
+	for rep := -1; rep < e.cfg.reps; rep++ {
+		for i, n := range sizes {
+			e.progress.Step(fmt.Sprintf("P5 read, %d entries%s", n, repLabel(rep, e.cfg.reps)))
+			r := testing.Benchmark(read(tapes[i]))
+			if r.N == 0 {
+				return nil, fmt.Errorf("reading the %d-entry tape: %w", n, errBenchmarkFailed)
+			}
+			if rep >= 0 {
+				results[i] = append(results[i], float64(r.T.Nanoseconds())/float64(r.N))
+			}
+		}
+	}
+	ratio := Summarize(ratios(results[1], results[0]))
+	return []Row{{
+		ID: "P5", Figure: fmt.Sprintf("context read (49 messages after the anchor 50 back), %d-entry tape", sizes[1]),
+		Value: Summarize(results[1]), Unit: Nanos,
+		LimitName: "the same read of a 100-entry tape", Limit: Summarize(results[0]),
+		Ratio: ratio, Goal: "≤ 2×", Result: AtMost(ratio.Median, 2),
+	}}, nil
+}

@@ -1,0 +1,42 @@
+package ingress
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// FuzzDecodeRequest feeds arbitrary HTTP headers and bodies to the
+// request decoder: it never panics, every failure carries an error code,
+// and whatever it accepts has content (or media). The header argument is
+// "Key: value" lines.
+func FuzzDecodeRequest(f *testing.F) {
+	f.Add("Content-Type: application/json", []byte(`{"content":"hi","session_id":"s"}`))
+	f.Add("", []byte(`{"content":"hi","context":{"a":1},"media":[{"type":"image","mime_type":"image/png"}]}`))
+	f.Add("Content-Type: application/json", []byte(`{"content":"hi","extra":1}`))
+	f.Add("Content-Type: application/json", []byte(`{"content":"hi"} {"content":"again"}`))
+	f.Add("Content-Type: text/plain", []byte(`hello`))
+	f.Add("Content-Type: application/cloudevents+json", []byte(`{"specversion":"1.0","id":"1","source":"/c","type":"dev.bub.envelope.inbound.v1","datacontenttype":"application/json","data":{"content":"hi"}}`))
+	f.Add("Content-Type: application/cloudevents+json", []byte(`{"specversion":"1.0","id":"1","source":"/c","type":"other","data":{}}`))
+	f.Add("Ce-Specversion: 1.0\nCe-Id: 1\nCe-Source: /c\nCe-Type: dev.bub.envelope.inbound.v1\nContent-Type: application/json", []byte(`{"content":"hi"}`))
+	f.Add("Ce-Specversion: 1.0\nCe-Type: dev.bub.envelope.inbound.v1", []byte(`{"content":"hi"}`))
+	f.Add("", []byte("\x00\xff{"))
+	f.Fuzz(func(t *testing.T, headers string, body []byte) {
+		h := http.Header{}
+		for line := range strings.SplitSeq(headers, "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) != "" {
+				h.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+			}
+		}
+		env, code, err := DecodeRequest(h, body)
+		if err != nil {
+			if code == "" || env != nil {
+				t.Fatalf("failure without a code or with an envelope: %q %v %v", code, env, err)
+			}
+			return
+		}
+		if env == nil || env.Content == "" && len(env.Media) == 0 {
+			t.Fatalf("accepted an envelope without content: %+v", env)
+		}
+	})
+}

@@ -1,0 +1,55 @@
+package recorder_test
+
+import (
+	"testing"
+
+	"github.com/bubbus/bub/internal/recorder"
+	"github.com/bubbus/bub/pkg/events"
+)
+
+// TestSecondFinishedRunOfAnEnvelopeIsNotRecorded: an envelope whose first
+// run finished but was never acknowledged (the worker or NATS died before
+// the ack) is redelivered and runs again; the tape keeps the first run
+// and records the second only as interrupted (superseded), and the later
+// turns of the session are recorded as usual.
+func TestSecondFinishedRunOfAnEnvelopeIsNotRecorded(t *testing.T) {
+	f := setup(t)
+	f.startRecorder(t, recorder.Config{})
+	first := newRun("s9", "env-9", 3, "question", "first answer")
+	f.publish(t, first, []int{0, 1, 2, 3, 4}, map[int]string{}, false)
+	f.settled(t, "s9")
+	again := newRun("s9", "env-9", 3, "question", "second answer")
+	f.publish(t, again, []int{0, 1, 2, 3, 4}, map[int]string{}, false)
+	next := newRun("s9", "env-10", 5, "next question", "next answer")
+	f.publish(t, next, []int{0, 1, 2, 3, 4}, map[int]string{}, false)
+	entries := f.settled(t, "s9")
+	if got, want := kinds(entries), oneRun+" event:run.interrupted "+oneRun; got != want {
+		t.Fatalf("tape = %s\nwant  %s", got, want)
+	}
+	for _, e := range entries {
+		if e.Meta["run_id"] == again.id && e.InContext() {
+			t.Fatalf("the rerun reached the tape: %+v", e)
+		}
+	}
+}
+
+// TestStaleRunOfAnAnsweredEnvelopeIsInterrupted: the events of a first
+// delivery's run arrive only after the redelivery's run was committed
+// (they were held back while NATS was down); the stale run is recorded as
+// interrupted at once instead of waiting for a RunFinished that never
+// comes.
+func TestStaleRunOfAnAnsweredEnvelopeIsInterrupted(t *testing.T) {
+	f := setup(t)
+	f.startRecorder(t, recorder.Config{})
+	again := newRun("s10", "env-11", 4, "question", "answer")
+	again.list[0].(*events.RunStarted).Metadata["delivery"] = 2
+	f.publish(t, again, []int{0, 1, 2, 3, 4}, map[int]string{}, false)
+	f.settled(t, "s10")
+	stale := newRun("s10", "env-11", 4, "question", "never finished")
+	stale.list[0].(*events.RunStarted).Metadata["delivery"] = 1
+	f.publish(t, stale, []int{0, 1}, map[int]string{}, false)
+	entries := f.settled(t, "s10")
+	if got, want := kinds(entries), oneRun+" event:run.interrupted"; got != want {
+		t.Fatalf("tape = %s\nwant  %s", got, want)
+	}
+}

@@ -1,0 +1,91 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/bubbus/bub/pkg/envelope"
+)
+
+// A turn that fails because NATS was unavailable (a tape read, a state
+// read, an event publish timing out while the server restarts) is an
+// infrastructure failure, not the user's: it is handed back for
+// redelivery instead of being answered with an error. The error reply
+// on_error dispatches for the failed turn ("<id>/error/turn") is therefore
+// held back until the turn's outcome is known and dropped when the turn
+// is retried, so the user sees exactly one answer.
+
+// failureReply holds back the turn-failure reply of one turn.
+type failureReply struct {
+	mu  sync.Mutex
+	env *envelope.Envelope
+}
+
+type failureReplyKey struct{}
+
+func withFailureReply(ctx context.Context, f *failureReply) context.Context {
+	return context.WithValue(ctx, failureReplyKey{}, f)
+}
+
+// holdFailureReply keeps env when it is the turn-failure reply of a turn
+// in ctx and reports whether it did.
+func holdFailureReply(ctx context.Context, env *envelope.Envelope) bool {
+	f, _ := ctx.Value(failureReplyKey{}).(*failureReply)
+	if f == nil || env.Kind != envelope.KindError || !strings.HasSuffix(env.ID, "/error/turn") {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.env = env
+	return true
+}
+
+func (f *failureReply) take() *envelope.Envelope {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	env := f.env
+	f.env = nil
+	return env
+}
+
+// connWatch notices whether a NATS connection was disrupted during a turn.
+type connWatch struct {
+	nc         *nats.Conn
+	reconnects uint64
+}
+
+func watchConn(nc *nats.Conn) connWatch {
+	if nc == nil {
+		return connWatch{}
+	}
+	return connWatch{nc: nc, reconnects: nc.Stats().Reconnects}
+}
+
+// disrupted reports whether the connection is down now or reconnected
+// since the watch began.
+func (w connWatch) disrupted() bool {
+	return w.nc != nil && (!w.nc.IsConnected() || w.nc.Stats().Reconnects != w.reconnects)
+}
+
+// settleFailure decides the outcome of a failed turn: a failure while
+// NATS was disrupted becomes a retry (the held-back error reply is
+// dropped); any other failure is answered with the held-back reply.
+func (rt *Runtime) settleFailure(ctx context.Context, w connWatch, f *failureReply, err error) error {
+	if err != nil && !errors.Is(err, ErrRetry) && w.disrupted() {
+		rt.log.Warn("worker.turn_failed_during_nats_outage", "err", err)
+		err = fmt.Errorf("%w: the turn failed while NATS was unavailable: %w", ErrRetry, err)
+	}
+	env := f.take()
+	if errors.Is(err, ErrRetry) || env == nil {
+		return err
+	}
+	if serr := rt.Send(ctx, env); serr != nil {
+		return fmt.Errorf("%w: answering the failed turn: %w", ErrRetry, serr)
+	}
+	return err
+}

@@ -1,0 +1,128 @@
+package events
+
+import (
+	"encoding/json"
+	"math"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/types"
+)
+
+// This file is the bridge's fast path: the structured-mode JSON of a
+// lifecycle event written straight from its attributes and payload,
+// without building a ce.Event (whose setters, extension map, validation and
+// encoder cost more than the publish itself). The output is byte for byte
+// what [New] followed by [Encode] produces; wireEncoder.ok says when the
+// fast path applies, and the bridge falls back to New and ToMsg otherwise.
+
+// wireEncoder writes the structured events of one source.
+type wireEncoder struct {
+	// source is the source as the SDK prints it (a parsed URI reference);
+	// valid is false when it does not parse, so every event takes the slow
+	// path and fails there as before.
+	source string
+	valid  bool
+}
+
+func newWireEncoder(source string) wireEncoder {
+	u, err := url.Parse(source)
+	if err != nil || source == "" {
+		return wireEncoder{}
+	}
+	return wireEncoder{source: (&types.URIRef{URL: *u}).String(), valid: true}
+}
+
+// ok reports whether the fast path writes exactly what New would: New
+// trims spaces around the id, type and subject, and stores seq as a
+// CloudEvents integer (int32).
+func (w wireEncoder) ok(typ string, a Attrs) bool {
+	return w.valid && typ != "" && trimmed(typ) && trimmed(a.ID) && trimmed(a.SessionID) &&
+		a.Seq <= math.MaxInt32 && !a.Time.IsZero()
+}
+
+func trimmed(s string) bool { return strings.TrimSpace(s) == s }
+
+// encode returns the structured-mode JSON of an event of type typ with
+// attributes a (ID and Time set) and payload data.
+func (w wireEncoder) encode(typ string, a Attrs, data any) ([]byte, error) {
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, 256+len(raw)+2*len(a.SessionID)+len(a.RunID)+len(a.Traceparent)+len(a.Tracestate))
+	b = append(b, `{"specversion":"1.0","id":`...)
+	b = appendString(b, a.ID)
+	b = append(b, `,"source":`...)
+	b = appendString(b, w.source)
+	b = append(b, `,"type":`...)
+	b = appendString(b, typ)
+	if a.SessionID != "" {
+		b = append(b, `,"subject":`...)
+		b = appendString(b, a.SessionID)
+	}
+	b = append(b, `,"datacontenttype":"`+ContentTypeJSON+`","time":"`...)
+	b = a.Time.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","data":`...)
+	b = append(b, raw...)
+	// Extensions in name order, as the SDK writes them.
+	if a.SessionID != "" {
+		b = append(b, `,"`+ExtPartitionKey+`":`...)
+		b = appendString(b, a.SessionID)
+	}
+	if a.RunID != "" {
+		b = append(b, `,"`+ExtRunID+`":`...)
+		b = appendString(b, a.RunID)
+	}
+	if a.Seq > 0 {
+		b = append(b, `,"`+ExtSeq+`":`...)
+		b = strconv.AppendInt(b, a.Seq, 10)
+	}
+	if a.SessionID != "" {
+		b = append(b, `,"`+ExtSessionID+`":`...)
+		b = appendString(b, a.SessionID)
+	}
+	if a.Traceparent != "" {
+		b = append(b, `,"`+ExtTraceparent+`":`...)
+		b = appendString(b, a.Traceparent)
+		if a.Tracestate != "" {
+			b = append(b, `,"`+ExtTracestate+`":`...)
+			b = appendString(b, a.Tracestate)
+		}
+	}
+	return append(b, '}'), nil
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string escaped as the SDK's encoder
+// (jsoniter's fastest configuration) does: '"', '\\' and control
+// characters only; everything else, including non-ASCII bytes, verbatim.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+		}
+		start = i + 1
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}

@@ -1,0 +1,197 @@
+package interceptor_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/bubbus/bub/internal/natstest"
+	"github.com/bubbus/bub/pkg/hooks"
+	"github.com/bubbus/bub/pkg/hooks/interceptor"
+	"github.com/bubbus/bub/pkg/subjects"
+	"github.com/bubbus/bub/pkg/tools"
+)
+
+// guard implements before_tool_call (panicking for the tool "boom"),
+// after_tool_call, and run_model, which no interceptor can serve; it counts
+// its lifecycle calls.
+type guard struct {
+	started, closed atomic.Int32
+}
+
+func (*guard) Name() string { return "guard" }
+
+func (g *guard) Start(context.Context) error {
+	g.started.Add(1)
+	return nil
+}
+
+func (g *guard) Close(context.Context) error {
+	g.closed.Add(1)
+	return nil
+}
+
+func (*guard) BeforeToolCall(_ context.Context, in hooks.BeforeToolCallInput) (*tools.Decision, error) {
+	if in.Call.Tool == "boom" {
+		panic("policy bug")
+	}
+	return nil, nil
+}
+
+func (*guard) AfterToolCall(context.Context, hooks.AfterToolCallInput) error { return nil }
+
+func (*guard) RunModel(context.Context, hooks.RunModelInput) (string, bool, error) {
+	return "", false, nil
+}
+
+// natsTimeout bounds the tests' raw NATS requests.
+const natsTimeout = 5 * time.Second
+
+func serve(t *testing.T, nc *nats.Conn, names subjects.Names, p hooks.Plugin, opts ...interceptor.Option) *interceptor.Service {
+	t.Helper()
+	svc, err := interceptor.Serve(t.Context(), nc, names, p, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop(context.Background()) })
+	return svc
+}
+
+// TestEndpoints: one endpoint per servable hook at
+// <prefix>.hook.<service>.<hook>, the service name as queue group.
+func TestEndpoints(t *testing.T) {
+	s := natstest.Start(t)
+	nc := s.Conn(t)
+	names, err := subjects.New("acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := serve(t, nc, names, &guard{}, interceptor.WithName("policy-v2"), interceptor.WithVersion("2.1.0"))
+	if got, want := svc.Hooks(), []hooks.Hook{hooks.HookBeforeToolCall, hooks.HookAfterToolCall}; !slices.Equal(got, want) {
+		t.Errorf("hooks = %v, want %v", got, want)
+	}
+	subj, err := micro.ControlSubject(micro.InfoVerb, "policy-v2", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := s.Conn(t).Request(subj, nil, natsTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info micro.Info
+	if err := json.Unmarshal(msg.Data, &info); err != nil {
+		t.Fatal(err)
+	}
+	if info.Name != "policy-v2" || info.Version != "2.1.0" {
+		t.Errorf("info %+v", info.ServiceIdentity)
+	}
+	var got []string
+	for _, ep := range info.Endpoints {
+		got = append(got, ep.Name+" "+ep.Subject+" "+ep.QueueGroup)
+	}
+	want := []string{
+		"before_tool_call acme.hook.policy-v2.before_tool_call policy-v2",
+		"after_tool_call acme.hook.policy-v2.after_tool_call policy-v2",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("endpoints = %q, want %q", got, want)
+	}
+}
+
+// TestErrorReplies: a panic, an undecodable request, a request for
+// another hook and a bad deadline each get a NATS micro error reply whose
+// body keeps the error's kind.
+func TestErrorReplies(t *testing.T) {
+	s := natstest.Start(t)
+	names := subjects.Default()
+	serve(t, s.Conn(t), names, &guard{})
+	nc := s.Conn(t)
+	subject := names.Hook("guard", string(hooks.HookBeforeToolCall))
+	for _, c := range []struct {
+		name, body, deadline, code, kind string
+	}{
+		{"panic", `{"hook": "before_tool_call", "input": {"call": {"tool": "boom"}}}`, "", "500", "unknown"},
+		{"undecodable", `{"hook": `, "", "400", "invalid_input"},
+		{"wrong_hook", `{"hook": "after_tool_call", "input": {}}`, "", "400", "invalid_input"},
+		{"bad_deadline", `{"hook": "before_tool_call", "input": {}}`, "tomorrow", "400", "invalid_input"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := &nats.Msg{Subject: subject, Data: []byte(c.body), Header: nats.Header{}}
+			if c.deadline != "" {
+				m.Header[subjects.HeaderDeadline] = []string{c.deadline}
+			}
+			resp, err := nc.RequestMsg(m, natsTimeout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := resp.Header.Get(micro.ErrorCodeHeader); got != c.code || resp.Header.Get(micro.ErrorHeader) == "" {
+				t.Errorf("error headers %v, want code %s and a description", resp.Header, c.code)
+			}
+			var body struct {
+				Error struct{ Kind, Message string }
+			}
+			if err := json.Unmarshal(resp.Data, &body); err != nil || body.Error.Kind != c.kind || body.Error.Message == "" {
+				t.Errorf("body %s, want an error of kind %s", resp.Data, c.kind)
+			}
+		})
+	}
+}
+
+// TestLifecycle: Serve starts a plugin that is a hooks.Starter, Stop
+// closes a hooks.Closer once, and a stopped service has no responders.
+func TestLifecycle(t *testing.T) {
+	s := natstest.Start(t)
+	names := subjects.Default()
+	g := &guard{}
+	svc, err := interceptor.Serve(t.Context(), s.Conn(t), names, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.started.Load() != 1 || g.closed.Load() != 0 {
+		t.Fatalf("after Serve: started %d, closed %d", g.started.Load(), g.closed.Load())
+	}
+	for range 2 {
+		if err := svc.Stop(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if g.closed.Load() != 1 {
+		t.Errorf("closed %d times, want once", g.closed.Load())
+	}
+	nc := s.Conn(t)
+	if _, err := nc.Request(names.Hook("guard", string(hooks.HookBeforeToolCall)), []byte(`{}`), natsTimeout); !errors.Is(err, nats.ErrNoResponders) {
+		t.Errorf("request after Stop: %v, want no responders", err)
+	}
+}
+
+type nothing struct{}
+
+func (nothing) Name() string { return "nothing" }
+
+// TestServeValidates: Serve rejects names NATS micro rejects, plugins
+// without a servable hook, and nil arguments.
+func TestServeValidates(t *testing.T) {
+	s := natstest.Start(t)
+	nc, names := s.Conn(t), subjects.Default()
+	for name, serve := range map[string]func() (*interceptor.Service, error){
+		"dotted name": func() (*interceptor.Service, error) {
+			return interceptor.Serve(t.Context(), nc, names, &guard{}, interceptor.WithName("a.b"))
+		},
+		"no hooks": func() (*interceptor.Service, error) { return interceptor.Serve(t.Context(), nc, names, nothing{}) },
+		"nil conn": func() (*interceptor.Service, error) { return interceptor.Serve(t.Context(), nil, names, &guard{}) },
+		"bad version": func() (*interceptor.Service, error) {
+			return interceptor.Serve(t.Context(), nc, names, &guard{}, interceptor.WithVersion("two"))
+		},
+	} {
+		if _, err := serve(); err == nil {
+			t.Errorf("%s accepted", name)
+		}
+	}
+}

@@ -1,0 +1,99 @@
+package interceptor
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/bubbus/bub/pkg/bub"
+	"github.com/bubbus/bub/pkg/hooks"
+)
+
+// This file traces and measures each request through the global
+// OpenTelemetry providers (no-ops until a process installs real ones):
+// a server span per request, a child of the caller's trace context (see
+// [WithTraceContext]), and the bub.interceptor.server.duration histogram.
+
+// ns is the namespace of Bub's attribute and metric names (bub.*).
+const ns = "bub"
+
+// scope is the instrumentation scope of the spans and metrics.
+const scope = "github.com/bubbus/bub/pkg/hooks/interceptor"
+
+// metricDuration is the histogram of request handling time, by service,
+// hook and outcome (ok or the error kind).
+const metricDuration = ns + ".interceptor.server.duration"
+
+// Attributes of the span and the metric.
+const (
+	attrService = attribute.Key(ns + ".interceptor.service")
+	attrHook    = attribute.Key(ns + ".hook.name")
+	attrRunID   = attribute.Key(ns + ".run.id")
+	attrOutcome = attribute.Key(ns + ".outcome")
+)
+
+// durations caches the histogram of the current global meter provider.
+var durations struct {
+	mu sync.Mutex
+	mp metric.MeterProvider
+	h  metric.Float64Histogram
+}
+
+func durationHistogram() metric.Float64Histogram {
+	mp := otel.GetMeterProvider()
+	durations.mu.Lock()
+	defer durations.mu.Unlock()
+	if durations.h == nil || durations.mp != mp {
+		// Creation fails only for an invalid name; the SDK still returns a
+		// usable no-op instrument then.
+		durations.h, _ = mp.Meter(scope).Float64Histogram(metricDuration, metric.WithUnit("s"),
+			metric.WithDescription("Time an interceptor service took to handle a request, by service, hook and outcome."),
+			metric.WithExplicitBucketBoundaries(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5))
+		durations.mp = mp
+	}
+	return durations.h
+}
+
+// observation is one request being handled.
+type observation struct {
+	span  trace.Span
+	start time.Time
+	attrs []attribute.KeyValue
+}
+
+// observe starts the server span of a request on subject for hook h
+// ("process <subject>", messaging conventions).
+func (s *Service) observe(ctx context.Context, subject string, h hooks.Hook, runID string) (context.Context, *observation) {
+	attrs := []attribute.KeyValue{attrService.String(s.name), attrHook.String(string(h))}
+	ctx, span := otel.Tracer(scope).Start(ctx, "process "+subject,
+		trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(append([]attribute.KeyValue{
+			semconv.MessagingSystemKey.String("nats"),
+			semconv.MessagingOperationTypeProcess,
+			semconv.MessagingOperationName("process"),
+			semconv.MessagingDestinationName(subject),
+			semconv.MessagingConsumerGroupName(s.name),
+			attrRunID.String(runID),
+		}, attrs...)...))
+	return ctx, &observation{span: span, start: time.Now(), attrs: attrs}
+}
+
+// end records the request's outcome and ends its span.
+func (o *observation) end(ctx context.Context, err error) {
+	outcome := "ok"
+	if err != nil {
+		outcome = string(bub.AsError(err).Kind)
+		o.span.RecordError(err)
+		o.span.SetStatus(codes.Error, err.Error())
+		o.span.SetAttributes(semconv.ErrorTypeKey.String(outcome))
+	}
+	durationHistogram().Record(ctx, time.Since(o.start).Seconds(), metric.WithAttributes(append(o.attrs, attrOutcome.String(outcome))...))
+	o.span.End()
+}
