@@ -92,7 +92,7 @@ func NewRuntime(ctx context.Context, conn *Conn, o WorkerOptions, log *slog.Logg
 func interceptors(ctx context.Context, conn *Conn, o WorkerOptions, log *slog.Logger) ([]hooks.Plugin, error) {
 	plugins := slices.Clone(o.Plugins)
 	for _, cfg := range o.Interceptors {
-		p, err := remote.New(conn.NC, conn.Names, cfg, log, remote.WithTraceContext(telemetry.TraceContext))
+		p, err := remote.New(conn.NC, conn.Names, cfg, log, remote.WithTraceContext(telemetry.TraceContext), remote.WithCallSpan(telemetry.InterceptorCall))
 		if err != nil {
 			return nil, err
 		}

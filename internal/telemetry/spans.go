@@ -175,6 +175,27 @@ func StartPublish(ctx context.Context, subject, id string) (context.Context, tra
 			semconv.MessagingMessageID(id)))
 }
 
+// InterceptorCall starts the client span of one remote interceptor request
+// to subject ("send <subject>"), for remote.WithCallSpan; the returned
+// function ends it with the call's error.
+func InterceptorCall(ctx context.Context, subject string) (context.Context, func(error)) {
+	// The parent is the run's open chat or execute_tool span; the returned
+	// context drops the run, so TraceContext names this span.
+	ctx, span := tracer().Start(context.WithValue(contextOf(ctx), runKey{}, (*Agent)(nil)), "send "+subject,
+		trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(messagingNATS,
+			semconv.MessagingOperationTypeSend,
+			semconv.MessagingOperationName("request"),
+			semconv.MessagingDestinationName(subject)))
+	return ctx, func(err error) {
+		if err != nil {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.End()
+	}
+}
+
 // StartReceive starts the consumer span of receiving message id on
 // subject, a child of the trace context the message carried (h: its NATS
 // headers). The caller ends it.

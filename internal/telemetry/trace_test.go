@@ -56,9 +56,11 @@ func (policy) BeforeToolCall(context.Context, hooks.BeforeToolCallInput) (*tools
 //	  └ process BUB_INBOUND                    worker (consumer: the turn)
 //	    ├ invoke_agent                         worker
 //	    │ ├ chat fake                          worker (client), 2×
-//	    │ │ └ process bub.hook.policy.before_llm_call    interceptor (server)
+//	    │ │ └ send bub.hook.policy.before_llm_call       worker (client)
+//	    │ │   └ process bub.hook.policy.before_llm_call  interceptor (server)
 //	    │ ├ execute_tool tape_info             worker
-//	    │ │ └ process bub.hook.policy.before_tool_call   interceptor (server)
+//	    │ │ └ send bub.hook.policy.before_tool_call      worker (client)
+//	    │ │   └ process bub.hook.policy.before_tool_call interceptor (server)
 //	    │ └ commit tape                        recorder (consumer)
 //	    └ receive bub.outbound.http.<session>  ingress (consumer)
 func TestOneTracePerTurnAcrossServices(t *testing.T) {
@@ -140,15 +142,17 @@ func TestOneTracePerTurnAcrossServices(t *testing.T) {
 
 	hookSubject := func(h hooks.Hook) string { return "process " + names.Hook("policy", string(h)) }
 	want := map[string]int{
-		"POST /v1/messages":                            1,
-		"send " + names.Inbound("http"):                1,
-		"process " + names.InboundStream():             1,
-		"invoke_agent":                                 1,
-		"chat fake":                                    2,
-		"execute_tool tape_info":                       1,
-		hookSubject(hooks.HookBeforeLLMCall):           2,
-		hookSubject(hooks.HookBeforeToolCall):          1,
-		"commit tape":                                  1,
+		"POST /v1/messages":                   1,
+		"send " + names.Inbound("http"):       1,
+		"process " + names.InboundStream():    1,
+		"invoke_agent":                        1,
+		"chat fake":                           2,
+		"execute_tool tape_info":              1,
+		hookSubject(hooks.HookBeforeLLMCall):  2,
+		hookSubject(hooks.HookBeforeToolCall): 1,
+		"send " + names.Hook("policy", string(hooks.HookBeforeLLMCall)):  2,
+		"send " + names.Hook("policy", string(hooks.HookBeforeToolCall)): 1,
+		"commit tape": 1,
 		"receive " + names.Outbound("http", "trace:1"): 1,
 	}
 	var spans []sdktrace.ReadOnlySpan
@@ -188,14 +192,15 @@ func TestOneTracePerTurnAcrossServices(t *testing.T) {
 		return "(none)"
 	}
 	chain := map[string]string{
-		"send " + names.Inbound("http"):                "POST /v1/messages",
-		"process " + names.InboundStream():             "send " + names.Inbound("http"),
-		"invoke_agent":                                 "process " + names.InboundStream(),
-		"chat fake":                                    "invoke_agent",
-		"execute_tool tape_info":                       "invoke_agent",
-		hookSubject(hooks.HookBeforeLLMCall):           "chat fake",
-		hookSubject(hooks.HookBeforeToolCall):          "execute_tool tape_info",
-		"commit tape":                                  "invoke_agent",
+		"send " + names.Inbound("http"):       "POST /v1/messages",
+		"process " + names.InboundStream():    "send " + names.Inbound("http"),
+		"invoke_agent":                        "process " + names.InboundStream(),
+		"chat fake":                           "invoke_agent",
+		"execute_tool tape_info":              "invoke_agent",
+		hookSubject(hooks.HookBeforeLLMCall):  "send " + names.Hook("policy", string(hooks.HookBeforeLLMCall)),
+		hookSubject(hooks.HookBeforeToolCall): "send " + names.Hook("policy", string(hooks.HookBeforeToolCall)),
+		"send " + names.Hook("policy", string(hooks.HookBeforeToolCall)): "execute_tool tape_info",
+		"commit tape": "invoke_agent",
 		"receive " + names.Outbound("http", "trace:1"): "process " + names.InboundStream(),
 	}
 	for _, s := range spans {
@@ -208,7 +213,7 @@ func TestOneTracePerTurnAcrossServices(t *testing.T) {
 	// The two before_llm_call requests belong to the two distinct calls.
 	var llmParents []trace.SpanID
 	for _, s := range spans {
-		if s.Name() == hookSubject(hooks.HookBeforeLLMCall) {
+		if s.Name() == "send "+names.Hook("policy", string(hooks.HookBeforeLLMCall)) {
 			llmParents = append(llmParents, s.Parent().SpanID())
 		}
 	}

@@ -34,6 +34,8 @@ type Plugin struct {
 	cfg   Config
 	log   *slog.Logger
 	trace func(context.Context) (traceparent, tracestate string)
+	// span, when set, starts the client span of one request.
+	span func(ctx context.Context, subject string) (context.Context, func(error))
 	// subject holds bub.hook.<service>.<hook> per hook in Hooks().
 	subject map[hooks.Hook]string
 	stats   counters
@@ -60,6 +62,20 @@ func WithTraceContext(f func(ctx context.Context) (traceparent, tracestate strin
 			return errors.New("remote: nil trace context function")
 		}
 		p.trace = f
+		return nil
+	}
+}
+
+// WithCallSpan sets start, which begins the client span of each request
+// to subject and returns the context the request carries (its trace
+// context goes into the headers) and a function ending the span with the
+// call's error.
+func WithCallSpan(start func(ctx context.Context, subject string) (context.Context, func(error))) Option {
+	return func(p *Plugin) error {
+		if start == nil {
+			return errors.New("remote: nil call span function")
+		}
+		p.span = start
 		return nil
 	}
 }
@@ -288,7 +304,12 @@ type call struct {
 
 // roundTrip sends in to the service's endpoint of c.hook, decodes the
 // reply with conv and counts the outcome. Every failure is a *CallError.
-func roundTrip[In, Out any](ctx context.Context, p *Plugin, c call, in In, conv func(*Reply) (Out, error)) (Out, error) {
+func roundTrip[In, Out any](ctx context.Context, p *Plugin, c call, in In, conv func(*Reply) (Out, error)) (out Out, err error) {
+	if p.span != nil {
+		var end func(error)
+		ctx, end = p.span(ctx, p.subject[c.hook])
+		defer func() { end(err) }()
+	}
 	var zero Out
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
@@ -319,8 +340,7 @@ func roundTrip[In, Out any](ctx context.Context, p *Plugin, c call, in In, conv 
 	if err != nil {
 		return zero, p.failed(c.hook, OutcomeMalformed, err)
 	}
-	out, err := conv(&rep)
-	if err != nil {
+	if out, err = conv(&rep); err != nil {
 		return zero, p.failed(c.hook, OutcomeMalformed, err)
 	}
 	p.stats.add(OutcomeOK)
