@@ -268,14 +268,16 @@ func (c *cluster) post(tr turn) error {
 type result struct {
 	sent, replied, duplicates, lost, errors int
 	tapeExpected, tapeFound, tapeDuplicates int
-	interrupted, deadLetters                int
+	interrupted, deadLetters, held          int
 	actions                                 int
 	recover, elapsed                        time.Duration
+	// completeAt is when every reply and tape entry was there.
+	completeAt time.Time
 }
 
 func (r result) String() string {
-	return fmt.Sprintf("turns_sent=%d replies=%d duplicates=%d lost=%d error_replies=%d tape_expected=%d tape_found=%d tape_duplicates=%d interrupted_runs=%d dead_letters=%d chaos_actions=%d recover=%s elapsed=%s",
-		r.sent, r.replied, r.duplicates, r.lost, r.errors, r.tapeExpected, r.tapeFound, r.tapeDuplicates, r.interrupted, r.deadLetters, r.actions,
+	return fmt.Sprintf("turns_sent=%d replies=%d duplicates=%d lost=%d error_replies=%d tape_expected=%d tape_found=%d tape_duplicates=%d interrupted_runs=%d held_events=%d dead_letters=%d chaos_actions=%d recover=%s elapsed=%s",
+		r.sent, r.replied, r.duplicates, r.lost, r.errors, r.tapeExpected, r.tapeFound, r.tapeDuplicates, r.interrupted, r.held, r.deadLetters, r.actions,
 		r.recover.Round(10*time.Millisecond), r.elapsed.Round(10*time.Millisecond))
 }
 
@@ -343,23 +345,34 @@ func (c *cluster) tapes(ctx context.Context, l load) (per map[string]int, interr
 	return per, interrupted, nil
 }
 
-// recorderIdle reports whether the recorder has taken and acknowledged
-// every lifecycle event.
-func (c *cluster) recorderIdle(ctx context.Context) bool {
+// recorderBacklog returns how many lifecycle events the recorder has not
+// taken yet and how many it holds unacknowledged (-1, -1 when unknown).
+func (c *cluster) recorderBacklog(ctx context.Context) (pending, held int) {
 	names := subjects.Default()
 	cons, err := c.js.Consumer(ctx, names.EventsStream(), names.RecorderConsumer())
 	if err != nil {
-		return false
+		return -1, -1
 	}
 	info, err := cons.Info(ctx)
-	return err == nil && info.NumPending == 0 && info.NumAckPending == 0
+	if err != nil {
+		return -1, -1
+	}
+	return int(info.NumPending), info.NumAckPending
 }
 
-// settle waits until every turn has its reply and its tape entries (or
-// the deadline passes) and measures the result.
+// heldGrace is how long a settled scenario waits for the recorder to let
+// go of the events it still holds: those of a run whose run.started was
+// lost in a NATS outage stay held until the recorder's idle-run timeout
+// records the run as interrupted (reported as held_events).
+const heldGrace = 20 * time.Second
+
+// settle waits until every turn has its reply and its tape entries and
+// the recorder took every event (or the deadline passes), then measures
+// the result.
 func (c *cluster) settle(turns []turn, l load, within time.Duration) result {
 	r := result{sent: len(turns), tapeExpected: len(turns)}
 	deadline := time.Now().Add(within)
+	var complete time.Time // when replies and tapes were first complete
 	poll := time.NewTicker(500 * time.Millisecond)
 	defer poll.Stop()
 	for ; ; <-poll.C {
@@ -368,10 +381,10 @@ func (c *cluster) settle(turns []turn, l load, within time.Duration) result {
 		var tapes map[string]int
 		var interrupted int
 		var terr error
-		idle := false
+		pending, held := -1, -1
 		if rerr == nil {
 			tapes, interrupted, terr = c.tapes(ctx, l)
-			idle = c.recorderIdle(ctx)
+			pending, held = c.recorderBacklog(ctx)
 		}
 		cancel()
 		if rerr == nil && terr == nil {
@@ -390,12 +403,19 @@ func (c *cluster) settle(turns []turn, l load, within time.Duration) result {
 					r.tapeDuplicates += n - 1
 				}
 			}
-			if r.lost == 0 && r.tapeFound == r.tapeExpected && idle {
-				return r
+			r.held = held
+			if r.lost == 0 && r.tapeFound == r.tapeExpected && pending == 0 {
+				if complete.IsZero() {
+					complete = time.Now()
+				}
+				if held == 0 || time.Since(complete) > heldGrace {
+					r.completeAt = complete
+					return r
+				}
 			}
 		}
 		if time.Now().After(deadline) {
-			c.t.Errorf("%s: not settled within %v (replies err %v, tapes err %v, recorder idle %v)", c.name, within, rerr, terr, idle)
+			c.t.Errorf("%s: not settled within %v (replies err %v, tapes err %v, recorder backlog %d, held %d)", c.name, within, rerr, terr, pending, held)
 			c.explainRecorder()
 			return r
 		}
@@ -452,6 +472,9 @@ func scenario(t *testing.T, c *cluster, l load, chaos func(ctx context.Context, 
 	r.elapsed = time.Since(p.start)
 	r.deadLetters = c.deadLetters()
 	r.recover = time.Since(last)
+	if !r.completeAt.IsZero() {
+		r.recover = r.completeAt.Sub(last)
+	}
 	line := fmt.Sprintf("chaos[%s] %s", c.name, r)
 	fmt.Println(line)
 	t.Log(line)

@@ -53,3 +53,30 @@ func TestStaleRunOfAnAnsweredEnvelopeIsInterrupted(t *testing.T) {
 		t.Fatalf("tape = %s\nwant  %s", got, want)
 	}
 }
+
+// TestFailedRunDoesNotClaimItsEnvelope: a run that failed (here: while
+// NATS was unavailable) and was retried leaves its own entries, and the
+// retry that succeeded is recorded as well.
+func TestFailedRunDoesNotClaimItsEnvelope(t *testing.T) {
+	f := setup(t)
+	f.startRecorder(t, recorder.Config{})
+	failed := newRun("s11", "env-12", 6, "question", "lost")
+	failed.list = []events.Event{failed.list[0], failed.list[1],
+		&events.StepFinished{Meta: events.Meta{RunID: failed.id, SessionID: "s11"}, Step: 1, Status: events.StepError},
+		&events.RunFinished{Meta: events.Meta{RunID: failed.id, SessionID: "s11"}, Status: events.RunError, Steps: 1}}
+	f.publish(t, failed, []int{0, 1, 2, 3}, map[int]string{}, false)
+	f.settled(t, "s11")
+	retry := newRun("s11", "env-12", 6, "question", "answer")
+	retry.list[0].(*events.RunStarted).Metadata["delivery"] = 2
+	f.publish(t, retry, []int{0, 1, 2, 3, 4}, map[int]string{}, false)
+	entries := f.settled(t, "s11")
+	n := 0
+	for _, e := range entries {
+		if e.Meta["run_id"] == retry.id && e.Kind == "message" {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Fatalf("the successful retry is not on the tape: %s", kinds(entries))
+	}
+}

@@ -73,6 +73,10 @@ type run struct {
 	interrupted bool
 	// delivery is the inbound delivery the run answered (from run.started).
 	delivery uint64
+	// answers is set when the run finished well (status ok, or a command
+	// that was not cancelled): it answered its envelope, and a later run of
+	// the same envelope is a redundant rerun.
+	answers bool
 }
 
 // item is one buffered event.
@@ -166,6 +170,12 @@ func (l *lane) handle(ctx context.Context, msg jetstream.Msg) {
 		// A comma command is a run of its own that ends with
 		// CommandFinished (it has no RunStarted/RunFinished).
 		rn.finished = events.Seq(ev)
+		switch p := p.(type) {
+		case *events.RunFinishedData:
+			rn.answers = p.Status == events.RunOK
+		case *events.CommandFinishedData:
+			rn.answers = p.Status != events.RunCancelled
+		}
 	}
 	if rn.complete() {
 		l.commit(ctx, rn)
@@ -395,7 +405,7 @@ func (l *lane) commitWith(ctx context.Context, rn *run, msgs []jetstream.Msg) {
 		_ = m.Ack()
 	}
 	l.markDone(rn.id)
-	if rn.envelope != "" && !rn.interrupted {
+	if rn.envelope != "" && !rn.interrupted && rn.answers {
 		l.markAnswered(rn.envelope, rn.id)
 	}
 }
@@ -500,11 +510,12 @@ func uintOf(v any) uint64 {
 }
 
 // commitID is the tape commit id of a run: its run id, plus "@<envelope
-// id>" for a finished run that answered an inbound envelope, so that a
-// second finished run of the same envelope is recognised (see
-// [lane.envelopeCommitted]).
+// id>" for a run that answered an inbound envelope (finished well), so
+// that a later run of the same envelope is recognised as redundant (see
+// [lane.envelopeCommitted]). A failed run does not claim its envelope: the
+// retry that succeeds is recorded too.
 func (rn *run) commitID() string {
-	if rn.envelope == "" || rn.interrupted {
+	if rn.envelope == "" || rn.interrupted || !rn.answers {
 		return rn.id
 	}
 	return rn.id + "@" + rn.envelope
