@@ -20,12 +20,9 @@ import (
 
 	"github.com/bubbus/bub/internal/cli"
 	"github.com/bubbus/bub/pkg/events"
+	"github.com/bubbus/bub/pkg/hooks/interceptor"
 	"github.com/bubbus/bub/pkg/subjects"
 )
-
-// metaPlugin is the NATS micro metadata key in which interceptor.Serve
-// names the plugin a service hosts.
-const metaPlugin = "bub" + ".plugin"
 
 // statusTimeout bounds each group of NATS requests of `bub status`.
 const statusTimeout = 5 * time.Second
@@ -362,7 +359,7 @@ func discoverInterceptors(ctx context.Context, nc *nats.Conn, n subjects.Names, 
 	}
 	var out []interceptorStatus
 	for id, info := range infos {
-		is := interceptorStatus{Service: info.Name, Version: info.Version, ID: id, Plugin: info.Metadata[metaPlugin]}
+		is := interceptorStatus{Service: info.Name, Version: info.Version, ID: id, Plugin: info.Metadata[interceptor.MetadataPlugin]}
 		for _, ep := range info.Endpoints {
 			if strings.HasPrefix(ep.Subject, hookPrefix) {
 				is.Hooks = append(is.Hooks, ep.Name)
