@@ -167,8 +167,8 @@ func TestServiceRolesDoTheirJobs(t *testing.T) {
 		return strings.Contains(out, "mention the kiwi") && strings.Contains(out, "least privilege"), out
 	})
 	for _, p := range procs {
-		if out := p.out.String(); strings.Contains(strings.ToLower(out), "permissions violation") {
-			t.Errorf("%s hit a permissions violation:\n%s", p.name, out)
+		if out := p.Output(); strings.Contains(strings.ToLower(out), "permissions violation") {
+			t.Errorf("%s hit a permissions violation:\n%s", p.Name, out)
 		}
 	}
 }

@@ -70,8 +70,8 @@ func TestSecretsNeverReachNATSTapesOrLogs(t *testing.T) {
 		}
 	}
 	for _, p := range procs {
-		if strings.Contains(p.out.String(), secret) {
-			t.Errorf("the API key is in the log of %s", p.name)
+		if strings.Contains(p.Output(), secret) {
+			t.Errorf("the API key is in the log of %s", p.Name)
 		}
 	}
 }

@@ -4,140 +4,53 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/bubbus/bub/internal/natstest"
-)
-
-var (
-	buildOnce sync.Once
-	buildDir  string
-	buildErr  error
+	"github.com/bubbus/bub/internal/proctest"
 )
 
 // binary returns the path of a built binary of this repository (a name
 // under cmd/ or examples/interceptors/).
 func binary(t *testing.T, name string) string {
 	t.Helper()
-	if dir := os.Getenv("BUB_BIN_DIR"); dir != "" {
-		p := filepath.Join(dir, name)
-		if _, err := os.Stat(p); err != nil {
-			t.Fatalf("BUB_BIN_DIR has no %s: %v (run make build)", name, err)
-		}
-		return p
-	}
-	buildOnce.Do(func() {
-		buildDir, buildErr = os.MkdirTemp("", "bub-e2e-bin-")
-		if buildErr != nil {
-			return
-		}
-		cmd := exec.Command("go", "build", "-o", buildDir+"/", "../cmd/...", "../examples/...")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return filepath.Join(buildDir, name)
+	return proctest.Binary(t, name)
 }
 
 // freeAddr returns a 127.0.0.1 address with a port that was free a moment
 // ago.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return proctest.FreeAddr(t)
 }
 
-// proc is a running binary; its output is kept and logged when the test
-// fails.
+// proc is a running binary (proctest.Proc) with test-failing helpers.
 type proc struct {
-	name string
-	cmd  *exec.Cmd
-	out  *syncBuffer
-	done chan struct{}
-	err  error
+	*proctest.Proc
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// start runs a binary with env added to the environment; it is killed when
-// the test ends.
+// start runs a binary with debug logs and env added to the environment; it
+// is killed when the test ends and its output logged if the test failed.
 func start(t *testing.T, name string, env []string, args ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(binary(t, name), args...)
-	cmd.Env = append(append(os.Environ(), "BUB_LOG_LEVEL=debug"), env...)
-	out := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", name, err)
-	}
-	p := &proc{name: name, cmd: cmd, out: out, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		p.kill()
-		if t.Failed() {
-			t.Logf("--- output of %s %s:\n%s", name, strings.Join(args, " "), out.String())
-		}
-	})
-	return p
+	return &proc{proctest.Start(t, binary(t, name), append([]string{"BUB_LOG_LEVEL=debug"}, env...), args...)}
 }
 
 // kill stops the process group with SIGKILL and waits for it.
-func (p *proc) kill() {
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-	<-p.done
-}
+func (p *proc) kill() { p.Kill() }
 
-// stop sends SIGTERM and waits up to d for a clean exit.
+// stop sends SIGTERM and fails the test unless the process exits cleanly
+// within d.
 func (p *proc) stop(t *testing.T, d time.Duration) {
 	t.Helper()
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-		if p.err != nil {
-			t.Errorf("%s exited with %v", p.name, p.err)
-		}
-	case <-time.After(d):
-		t.Errorf("%s did not stop within %v", p.name, d)
-		p.kill()
+	if err := p.Stop(d); err != nil {
+		t.Error(err)
 	}
 }
 
