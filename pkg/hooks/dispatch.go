@@ -675,7 +675,7 @@ type resource struct {
 }
 
 func appendCloser(list []resource, what string, v any) []resource {
-	if c, ok := as[Closer](v); ok {
+	if c, ok := As[Closer](v); ok {
 		list = append(list, resource{what, c})
 	}
 	return list

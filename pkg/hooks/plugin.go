@@ -59,9 +59,10 @@ type HookSelector interface {
 	ServesHook(h Hook) bool
 }
 
-// as returns v as capability T, looking through [Unwrapper] wrappers. It is
-// the only place in the package that detects capabilities.
-func as[T any](v any) (T, bool) {
+// As returns v as capability T, looking through [Unwrapper] wrappers. It is
+// the one place capabilities are detected (the registry and the
+// interceptor host both use it), so a wrapper never hides a capability.
+func As[T any](v any) (T, bool) {
 	for v != nil {
 		if c, ok := v.(T); ok {
 			return c, true
@@ -78,9 +79,9 @@ func as[T any](v any) (T, bool) {
 
 // hookOf returns p's implementation T of hook h, honouring [HookSelector].
 func hookOf[T any](p Plugin, h Hook) (T, bool) {
-	if sel, ok := as[HookSelector](p); ok && !sel.ServesHook(h) {
+	if sel, ok := As[HookSelector](p); ok && !sel.ServesHook(h) {
 		var zero T
 		return zero, false
 	}
-	return as[T](p)
+	return As[T](p)
 }

@@ -109,7 +109,7 @@ func (r *Registry[S, C]) Start(ctx context.Context) error {
 	}
 	r.frozen = true
 	for i, p := range r.plugins {
-		if s, ok := as[Starter](p); ok {
+		if s, ok := As[Starter](p); ok {
 			if err := guardLifecycle(ctx, s.Start); err != nil {
 				err = fmt.Errorf("starting plugin %q: %w", p.Name(), err)
 				return errors.Join(err, r.closeStarted(ctx))
@@ -135,7 +135,7 @@ func (r *Registry[S, C]) closeStarted(ctx context.Context) error {
 	var errs []error
 	for i := r.started - 1; i >= 0; i-- {
 		p := r.plugins[i]
-		if c, ok := as[Closer](p); ok {
+		if c, ok := As[Closer](p); ok {
 			if err := guardLifecycle(ctx, c.Close); err != nil {
 				errs = append(errs, fmt.Errorf("closing plugin %q: %w", p.Name(), err))
 			}

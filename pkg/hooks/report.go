@@ -30,7 +30,7 @@ func (r *Registry[S, C]) Report() Report {
 	t := r.tab.Load()
 	desc := make(map[string]Description, len(t.plugins))
 	for _, p := range t.plugins {
-		if d, ok := as[Describer](p); ok {
+		if d, ok := As[Describer](p); ok {
 			desc[p.Name()] = d.Describe()
 		}
 	}

@@ -15,25 +15,6 @@ import (
 // This file maps each hook's request onto the plugin's method and its
 // result onto a reply; remote.Plugin is the other half.
 
-// implOf returns p's implementation T, looking through hooks.Unwrapper
-// wrappers as the registry does. Serve only asks for hooks that
-// hooks.HooksOf found, so the implementation exists.
-func implOf[T any](p hooks.Plugin) (T, bool) {
-	var v any = p
-	for v != nil {
-		if c, ok := v.(T); ok {
-			return c, true
-		}
-		u, ok := v.(hooks.Unwrapper)
-		if !ok {
-			break
-		}
-		v = u.Unwrap()
-	}
-	var zero T
-	return zero, false
-}
-
 // state is the turn state of a request.
 func state(m map[string]any) *bub.State { return bub.NewState(m) }
 
@@ -55,7 +36,7 @@ func (s *Service) handler(h hooks.Hook) micro.Handler {
 	p := s.plugin
 	switch h {
 	case hooks.HookResolveSession:
-		impl, _ := implOf[hooks.SessionResolver](p)
+		impl, _ := hooks.As[hooks.SessionResolver](p)
 		return endpoint(s, h, func(ctx context.Context, r *remote.Request[hooks.ResolveSessionInput]) (remote.Reply, error) {
 			id, ok, err := impl.ResolveSession(ctx, r.Input)
 			if err != nil {
@@ -64,7 +45,7 @@ func (s *Service) handler(h hooks.Hook) micro.Handler {
 			return answer(id, ok)
 		})
 	case hooks.HookLoadState:
-		impl, _ := implOf[hooks.StateLoader](p)
+		impl, _ := hooks.As[hooks.StateLoader](p)
 		return endpoint(s, h, func(ctx context.Context, r *remote.Request[hooks.LoadStateInput]) (remote.Reply, error) {
 			m, err := impl.LoadState(ctx, r.Input)
 			if err != nil {
@@ -73,7 +54,7 @@ func (s *Service) handler(h hooks.Hook) micro.Handler {
 			return answer(m, m != nil)
 		})
 	case hooks.HookBuildPrompt:
-		impl, _ := implOf[hooks.PromptBuilder](p)
+		impl, _ := hooks.As[hooks.PromptBuilder](p)
 		return endpoint(s, h, func(ctx context.Context, r *remote.Request[remote.BuildPromptInput]) (remote.Reply, error) {
 			in := hooks.BuildPromptInput{Message: r.Input.Message, SessionID: r.Input.SessionID, State: state(r.State)}
 			prompt, ok, err := impl.BuildPrompt(ctx, in)
@@ -83,14 +64,14 @@ func (s *Service) handler(h hooks.Hook) micro.Handler {
 			return answer(prompt, ok)
 		})
 	case hooks.HookSaveState:
-		impl, _ := implOf[hooks.StateSaver](p)
+		impl, _ := hooks.As[hooks.StateSaver](p)
 		return endpoint(s, h, func(ctx context.Context, r *remote.Request[remote.SaveStateInput]) (remote.Reply, error) {
 			in := hooks.SaveStateInput{SessionID: r.Input.SessionID, State: state(r.State), Message: r.Input.Message,
 				ModelOutput: r.Input.ModelOutput, Err: r.Input.Error.Err()}
 			return remote.Reply{}, impl.SaveState(ctx, in)
 		})
 	case hooks.HookRenderOutbound:
-		impl, _ := implOf[hooks.OutboundRenderer](p)
+		impl, _ := hooks.As[hooks.OutboundRenderer](p)
 		return endpoint(s, h, func(ctx context.Context, r *remote.Request[remote.RenderOutboundInput]) (remote.Reply, error) {
 			in := hooks.RenderOutboundInput{Message: r.Input.Message, SessionID: r.Input.SessionID, State: state(r.State), ModelOutput: r.Input.ModelOutput}
 			batch, err := impl.RenderOutbound(ctx, in)
@@ -100,7 +81,7 @@ func (s *Service) handler(h hooks.Hook) micro.Handler {
 			return answer(batch, len(batch) > 0)
 		})
 	case hooks.HookDispatchOutbound:
-		impl, _ := implOf[hooks.OutboundDispatcher](p)
+		impl, _ := hooks.As[hooks.OutboundDispatcher](p)
 		return endpoint(s, h, func(ctx context.Context, r *remote.Request[hooks.DispatchOutboundInput]) (remote.Reply, error) {
 			sent, err := impl.DispatchOutbound(ctx, r.Input)
 			if err != nil {
@@ -109,7 +90,7 @@ func (s *Service) handler(h hooks.Hook) micro.Handler {
 			return answer(sent, true)
 		})
 	case hooks.HookProvideRuntimeOptions:
-		impl, _ := implOf[hooks.RuntimeOptionsProvider](p)
+		impl, _ := hooks.As[hooks.RuntimeOptionsProvider](p)
 		return endpoint(s, h, func(ctx context.Context, r *remote.Request[hooks.RuntimeOptionsInput]) (remote.Reply, error) {
 			opts, err := impl.ProvideRuntimeOptions(ctx, r.Input)
 			if err != nil {
@@ -118,13 +99,13 @@ func (s *Service) handler(h hooks.Hook) micro.Handler {
 			return answer(opts, opts != nil)
 		})
 	case hooks.HookOnError:
-		impl, _ := implOf[hooks.ErrorObserver](p)
+		impl, _ := hooks.As[hooks.ErrorObserver](p)
 		return endpoint(s, h, func(ctx context.Context, r *remote.Request[remote.OnErrorInput]) (remote.Reply, error) {
 			in := hooks.OnErrorInput{Stage: r.Input.Stage, Err: r.Input.Error.Err(), Message: r.Input.Message}
 			return remote.Reply{}, impl.OnError(ctx, in)
 		})
 	case hooks.HookSystemPrompt:
-		impl, _ := implOf[hooks.SystemPrompter](p)
+		impl, _ := hooks.As[hooks.SystemPrompter](p)
 		return endpoint(s, h, func(ctx context.Context, r *remote.Request[remote.SystemPromptInput]) (remote.Reply, error) {
 			part, err := impl.SystemPrompt(ctx, hooks.SystemPromptInput{Prompt: r.Input.Prompt, State: state(r.State)})
 			if err != nil {
@@ -133,7 +114,7 @@ func (s *Service) handler(h hooks.Hook) micro.Handler {
 			return answer(part, part != "")
 		})
 	case hooks.HookAdmitMessage:
-		impl, _ := implOf[hooks.MessageAdmitter](p)
+		impl, _ := hooks.As[hooks.MessageAdmitter](p)
 		return endpoint(s, h, func(ctx context.Context, r *remote.Request[hooks.AdmitMessageInput]) (remote.Reply, error) {
 			d, ok, err := impl.AdmitMessage(ctx, r.Input)
 			if err != nil {
@@ -142,7 +123,7 @@ func (s *Service) handler(h hooks.Hook) micro.Handler {
 			return answer(d, ok)
 		})
 	case hooks.HookBeforeLLMCall:
-		impl, _ := implOf[hooks.LLMCallInterceptor](p)
+		impl, _ := hooks.As[hooks.LLMCallInterceptor](p)
 		return endpoint(s, h, func(ctx context.Context, r *remote.Request[remote.BeforeLLMCallInput]) (remote.Reply, error) {
 			req, dec, err := impl.BeforeLLMCall(ctx, hooks.BeforeLLMCallInput{Request: r.Input.Request, State: state(r.State)})
 			if dec != nil {
@@ -151,20 +132,20 @@ func (s *Service) handler(h hooks.Hook) micro.Handler {
 			return remote.Reply{Request: req, Finish: dec}, err
 		})
 	case hooks.HookAfterLLMCall:
-		impl, _ := implOf[hooks.LLMCallObserver](p)
+		impl, _ := hooks.As[hooks.LLMCallObserver](p)
 		return endpoint(s, h, func(ctx context.Context, r *remote.Request[remote.AfterLLMCallInput]) (remote.Reply, error) {
 			res := r.Input.Result.Result
 			res.Err = r.Input.Result.Error.Err()
 			return remote.Reply{}, impl.AfterLLMCall(ctx, hooks.AfterLLMCallInput{Request: r.Input.Request, Result: res, State: state(r.State)})
 		})
 	case hooks.HookBeforeToolCall:
-		impl, _ := implOf[hooks.ToolCallInterceptor](p)
+		impl, _ := hooks.As[hooks.ToolCallInterceptor](p)
 		return endpoint(s, h, func(ctx context.Context, r *remote.Request[remote.BeforeToolCallInput]) (remote.Reply, error) {
 			d, err := impl.BeforeToolCall(ctx, hooks.BeforeToolCallInput{Call: r.Input.Call, State: state(r.State)})
 			return remote.Reply{Decision: remote.WireDecision(d)}, err
 		})
 	case hooks.HookAfterToolCall:
-		impl, _ := implOf[hooks.ToolCallObserver](p)
+		impl, _ := hooks.As[hooks.ToolCallObserver](p)
 		return endpoint(s, h, func(ctx context.Context, r *remote.Request[remote.AfterToolCallInput]) (remote.Reply, error) {
 			res := r.Input.Result.Result
 			res.Err = r.Input.Result.Error.Err()
@@ -179,7 +160,7 @@ func (s *Service) handler(h hooks.Hook) micro.Handler {
 			return remote.Reply{Result: raw}, err
 		})
 	case hooks.HookContinuePrompt:
-		impl, _ := implOf[hooks.PromptContinuer](p)
+		impl, _ := hooks.As[hooks.PromptContinuer](p)
 		return endpoint(s, h, func(ctx context.Context, r *remote.Request[remote.ContinuePromptInput]) (remote.Reply, error) {
 			in := hooks.ContinuePromptInput{RunID: r.RunID, SessionID: r.SessionID, Step: r.Input.Step, Prompt: r.Input.Prompt,
 				State: state(r.State), Usage: r.Input.Usage}

@@ -145,12 +145,12 @@ func Serve(ctx context.Context, nc *nats.Conn, names subjects.Names, plugin hook
 		return nil, fmt.Errorf("interceptor: plugin %q implements no hook an interceptor can serve", plugin.Name())
 	}
 	s := &Service{name: o.name, hooks: served, plugin: plugin, trace: o.trace, log: o.log.With("interceptor", o.name)}
-	if st, ok := implOf[hooks.Starter](plugin); ok {
+	if st, ok := hooks.As[hooks.Starter](plugin); ok {
 		if err := st.Start(ctx); err != nil {
 			return nil, fmt.Errorf("interceptor %q: starting plugin: %w", o.name, err)
 		}
 	}
-	s.closer, _ = implOf[hooks.Closer](plugin)
+	s.closer, _ = hooks.As[hooks.Closer](plugin)
 	if err := s.add(nc, names, o); err != nil {
 		return nil, errors.Join(err, s.Stop(ctx))
 	}
