@@ -143,7 +143,7 @@ func TestInterceptors(t *testing.T) {
 	}
 	eventually(t, 10*time.Second, func() (bool, string) {
 		d, ok := decisions.find("ic:closed", "guard", "deny")
-		return ok && time.Duration(d.DurationMS)*time.Millisecond <= icTimeout, "decisions: " + strings.Join(decisions.of("ic:closed"), "; ")
+		return ok && d.Remote && time.Duration(d.DurationMS)*time.Millisecond <= icTimeout, "decisions: " + strings.Join(decisions.of("ic:closed"), "; ")
 	})
 }
 

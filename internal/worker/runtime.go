@@ -69,6 +69,9 @@ type Runtime struct {
 	bridge *events.Bridge
 	shells *toolkit.Shells
 	log    *slog.Logger
+	// remote names the plugins that are remote interceptors (for the
+	// Remote field of hook decision events); read-only after NewRuntime.
+	remote map[string]bool
 }
 
 // NewRuntime assembles the hook registry (builtin first, then o.Plugins),
@@ -112,9 +115,13 @@ func NewRuntime(ctx context.Context, o RuntimeOptions) (*Runtime, error) {
 	if err := rt.reg.Register(bp); err != nil {
 		return nil, err
 	}
+	rt.remote = map[string]bool{}
 	for _, p := range o.Plugins {
 		if err := rt.reg.Register(p); err != nil {
 			return nil, err
+		}
+		if d, ok := hooks.As[hooks.Describer](p); ok && d.Describe().Remote {
+			rt.remote[p.Name()] = true
 		}
 	}
 	bp.SetDispatcher(rt.reg)
@@ -172,6 +179,7 @@ func (rt *Runtime) onDecision(ctx context.Context, rec hooks.DecisionRecord) {
 	}
 	ev := decisionEvent(rec)
 	ev.Meta = run.meta
+	ev.Remote = rt.remote[rec.Plugin]
 	if _, err := events.Emit(ctx, run.bus, ev); err != nil {
 		rt.log.Warn("worker.decision_event_failed", "err", err)
 	}
