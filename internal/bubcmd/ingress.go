@@ -1,6 +1,8 @@
 package bubcmd
 
 import (
+	"context"
+	"log/slog"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -22,26 +24,15 @@ func bindIngress(fs *pflag.FlagSet, c *ingress.Config, getenv cli.Getenv) {
 
 // NewIngress returns the ingress service command.
 func NewIngress(getenv cli.Getenv) *cobra.Command {
-	var common cli.Common
 	var o stack.IngressOptions
-	cmd := &cobra.Command{
-		Use:          "ingress",
-		Short:        "Accept envelopes over HTTP and publish them to NATS",
-		Args:         cobra.NoArgs,
-		SilenceUsage: true,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := common.Validate(); err != nil {
-				return err
-			}
-			log := common.Logger(cmd.ErrOrStderr()).With("service", "ingress")
-			log.Info("ingress.config", "nats", common.NATS, "http", o.HTTP)
-			return runService(cmd.Context(), &common, "ingress", log, func(conn *stack.Conn) error {
-				o.Instance = cli.Instance(getenv)
-				return stack.RunIngress(cmd.Context(), conn, o, log)
-			})
+	return newServiceCommand(getenv, service{
+		name:   "ingress",
+		short:  "Accept envelopes over HTTP and publish them to NATS",
+		bind:   func(fs *pflag.FlagSet) { bindIngress(fs, &o.HTTP, getenv) },
+		config: func() []any { return []any{"http", o.HTTP} },
+		run: func(ctx context.Context, conn *stack.Conn, instance string, log *slog.Logger) error {
+			o.Instance = instance
+			return stack.RunIngress(ctx, conn, o, log)
 		},
-	}
-	common.Bind(cmd.Flags(), getenv)
-	bindIngress(cmd.Flags(), &o.HTTP, getenv)
-	return cmd
+	})
 }

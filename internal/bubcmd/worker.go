@@ -1,7 +1,9 @@
 package bubcmd
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
 	"time"
@@ -54,54 +56,32 @@ func loadModels(getenv cli.Getenv, o *stack.WorkerOptions) error {
 
 // NewWorker returns the worker service command.
 func NewWorker(getenv cli.Getenv) *cobra.Command {
-	var common cli.Common
 	var o stack.WorkerOptions
-	cmd := &cobra.Command{
-		Use:          "worker",
-		Short:        "Run turns: consume inbound envelopes, call models and tools, publish events and replies",
-		Args:         cobra.NoArgs,
-		SilenceUsage: true,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := common.Validate(); err != nil {
-				return err
-			}
-			if err := loadModels(getenv, &o); err != nil {
-				return err
-			}
-			log := common.Logger(cmd.ErrOrStderr()).With("service", "worker")
-			o.Instance = cli.Instance(getenv)
-			log.Info("worker.config", "nats", common.NATS, "models", o.Models, "workspace", o.Workspace, "interceptors", o.Interceptors)
-			return runService(cmd.Context(), &common, "worker", log, func(conn *stack.Conn) error {
-				return stack.RunWorker(cmd.Context(), conn, o, log)
-			})
+	return newServiceCommand(getenv, service{
+		name:    "worker",
+		short:   "Run turns: consume inbound envelopes, call models and tools, publish events and replies",
+		bind:    func(fs *pflag.FlagSet) { bindWorker(fs, &o, getenv) },
+		prepare: func() error { return loadModels(getenv, &o) },
+		config: func() []any {
+			return []any{"models", o.Models, "workspace", o.Workspace, "interceptors", o.Interceptors}
 		},
-	}
-	common.Bind(cmd.Flags(), getenv)
-	bindWorker(cmd.Flags(), &o, getenv)
-	return cmd
+		run: func(ctx context.Context, conn *stack.Conn, instance string, log *slog.Logger) error {
+			o.Instance = instance
+			return stack.RunWorker(ctx, conn, o, log)
+		},
+	})
 }
 
 // NewRecorder returns the recorder service command.
 func NewRecorder(getenv cli.Getenv) *cobra.Command {
-	var common cli.Common
 	var o stack.RecorderOptions
-	cmd := &cobra.Command{
-		Use:          "recorder",
-		Short:        "Build tapes from lifecycle events (the only tape writer)",
-		Args:         cobra.NoArgs,
-		SilenceUsage: true,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := common.Validate(); err != nil {
-				return err
-			}
-			log := common.Logger(cmd.ErrOrStderr()).With("service", "recorder")
-			o.Instance = cli.Instance(getenv)
-			log.Info("recorder.config", "nats", common.NATS)
-			return runService(cmd.Context(), &common, "recorder", log, func(conn *stack.Conn) error {
-				return stack.RunRecorder(cmd.Context(), conn, o, log)
-			})
+	return newServiceCommand(getenv, service{
+		name:   "recorder",
+		short:  "Build tapes from lifecycle events (the only tape writer)",
+		config: func() []any { return nil },
+		run: func(ctx context.Context, conn *stack.Conn, instance string, log *slog.Logger) error {
+			o.Instance = instance
+			return stack.RunRecorder(ctx, conn, o, log)
 		},
-	}
-	common.Bind(cmd.Flags(), getenv)
-	return cmd
+	})
 }
