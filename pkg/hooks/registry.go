@@ -99,8 +99,11 @@ func (r *Registry[S, C]) MustRegister(p Plugin) {
 }
 
 // Start freezes the registry and starts every plugin that implements
-// [Starter], in registration order. When one fails, the plugins already
-// started are closed in reverse order and the errors are returned.
+// [Starter], in registration order, then rebuilds the dispatch tables, so
+// a [HookSelector] answers with what its plugin learned while starting
+// (a remote interceptor discovers the hooks its service serves). When one
+// fails, the plugins already started are closed in reverse order and the
+// errors are returned.
 func (r *Registry[S, C]) Start(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -117,6 +120,7 @@ func (r *Registry[S, C]) Start(ctx context.Context) error {
 		}
 		r.started = i + 1
 	}
+	r.tab.Store(newTable[S, C](slices.Clone(r.plugins)))
 	return nil
 }
 
