@@ -147,6 +147,7 @@ func newFixture(t *testing.T, action hooks.AdmitAction) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(g.Close)
 	f.gate = g
 	return f
 }

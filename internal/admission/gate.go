@@ -91,6 +91,10 @@ func NewGate(ctx context.Context, o Options) (*Gate, error) {
 	return &Gate{o: o, reg: reg, steer: NewSteering(o.JS, o.Names, reg, o.Source, o.Log), log: o.Log}, nil
 }
 
+// Close stops the gate's registry mirror and heartbeats (after the worker
+// stopped calling Process).
+func (g *Gate) Close() { g.reg.Close() }
+
 // Registry returns the gate's turn registry.
 func (g *Gate) Registry() *Registry { return g.reg }
 
@@ -194,7 +198,7 @@ func (g *Gate) decide(ctx context.Context, in worker.Inbound, session string) (h
 // envelope being admitted (its own earlier delivery) and its wait key.
 func (g *Gate) Snapshot(ctx context.Context, session, self string, selfSeq uint64) (hooks.TurnSnapshot, error) {
 	snap := hooks.TurnSnapshot{SessionID: session}
-	k, err := g.reg.keys(ctx, session)
+	k, _, err := g.reg.keys(ctx, session)
 	if err != nil {
 		return snap, err
 	}
@@ -320,7 +324,7 @@ func (g *Gate) sweepIfIdle(ctx context.Context, session string) {
 	if n, err := g.steer.Count(ctx, session); err == nil && n == 0 {
 		return // the common case: nothing to sweep
 	}
-	k, err := g.reg.keys(ctx, session)
+	k, _, err := g.reg.keys(ctx, session)
 	if err != nil {
 		g.log.Warn("admission.sweep_failed", "session", session, "err", err)
 		return

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -18,7 +19,8 @@ import (
 // Registry is the cluster-wide turn registry: the turns KV bucket, with a
 // key per running turn, per waiting follow-up, per claimed steering
 // message and per finished envelope. Every key but the done markers lives
-// only while its owner heartbeats it.
+// only while its owner heartbeats it. A worker mirrors the session keys
+// from one watch (see live) and heartbeats all its keys from one loop.
 type Registry struct {
 	js      jetstream.JetStream
 	kv      jetstream.KeyValue
@@ -27,6 +29,12 @@ type Registry struct {
 	ttl     time.Duration
 	doneTTL time.Duration
 	log     *slog.Logger
+	live    *live
+
+	mu     sync.Mutex
+	leases map[*lease]struct{}
+	stop   chan struct{}
+	wg     sync.WaitGroup
 }
 
 // RegistryOptions configure [NewRegistry].
@@ -41,7 +49,8 @@ type RegistryOptions struct {
 	Log     *slog.Logger
 }
 
-// NewRegistry binds the turns bucket (created by natsx.EnsureTopology).
+// NewRegistry binds the turns bucket (created by natsx.EnsureTopology),
+// starts mirroring it and heartbeating; Close stops both.
 func NewRegistry(ctx context.Context, js jetstream.JetStream, names subjects.Names, o RegistryOptions) (*Registry, error) {
 	if o.TTL <= 0 {
 		o.TTL = 30 * time.Second
@@ -57,7 +66,47 @@ func NewRegistry(ctx context.Context, js jetstream.JetStream, names subjects.Nam
 	if err != nil {
 		return nil, fmt.Errorf("binding the turn registry: %w", err)
 	}
-	return &Registry{js: js, kv: kv, names: names, bucket: names.TurnsBucket(), ttl: o.TTL, doneTTL: o.DoneTTL, log: o.Log}, nil
+	r := &Registry{js: js, kv: kv, names: names, bucket: names.TurnsBucket(), ttl: o.TTL, doneTTL: o.DoneTTL, log: o.Log,
+		leases: map[*lease]struct{}{}, stop: make(chan struct{})}
+	if r.live, err = watchLive(context.WithoutCancel(ctx), r); err != nil {
+		return nil, err
+	}
+	r.wg.Go(r.heartbeat)
+	return r, nil
+}
+
+// Close stops the mirror and the heartbeats; keys still held keep their
+// TTL (a hand-back).
+func (r *Registry) Close() {
+	r.live.stop()
+	close(r.stop)
+	r.wg.Wait()
+}
+
+// heartbeat refreshes every held key every TTL/3.
+func (r *Registry) heartbeat() {
+	t := time.NewTicker(r.ttl / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-t.C:
+		}
+		r.mu.Lock()
+		held := make([]*lease, 0, len(r.leases))
+		for l := range r.leases {
+			held = append(held, l)
+		}
+		r.mu.Unlock()
+		for _, l := range held {
+			ctx, cancel := context.WithTimeout(context.Background(), r.ttl/3)
+			if err := l.beat(ctx); err != nil {
+				r.log.Warn("admission.heartbeat_failed", "key", l.key, "err", err)
+			}
+			cancel()
+		}
+	}
 }
 
 // entry is the value of a run or wait key.
@@ -72,6 +121,14 @@ type entry struct {
 type sessionKeys struct {
 	run  map[string]bool
 	wait map[string]bool
+}
+
+func newSessionKeys() sessionKeys {
+	return sessionKeys{run: map[string]bool{}, wait: map[string]bool{}}
+}
+
+func (k sessionKeys) clone() sessionKeys {
+	return sessionKeys{run: maps.Clone(k.run), wait: maps.Clone(k.wait)}
 }
 
 func (k sessionKeys) apply(key string, present bool) {
@@ -91,9 +148,26 @@ func set(m map[string]bool, key string, present bool) {
 	}
 }
 
-// keys lists the live run and wait keys of session.
-func (r *Registry) keys(ctx context.Context, session string) (sessionKeys, error) {
-	out := sessionKeys{run: map[string]bool{}, wait: map[string]bool{}}
+// keys lists the live run and wait keys of session, exact as of the
+// call, and the session's change version in the mirror (0 when the mirror
+// could not answer and the keys were listed from a watch of their own).
+func (r *Registry) keys(ctx context.Context, session string) (sessionKeys, uint64, error) {
+	k, v, err := r.live.keys(ctx, session)
+	if err == nil {
+		return k, v, nil
+	}
+	if ctx.Err() != nil {
+		return k, 0, err
+	}
+	r.log.Warn("admission.mirror_unavailable", "session", session, "err", err)
+	k, err = r.listKeys(ctx, session)
+	return k, 0, err
+}
+
+// listKeys lists the live run and wait keys of session from a watch of
+// their own (a consumer): the fallback when the mirror cannot answer.
+func (r *Registry) listKeys(ctx context.Context, session string) (sessionKeys, error) {
+	out := newSessionKeys()
 	w, err := r.kv.WatchFiltered(ctx, []string{r.names.TurnRunKeys(session), r.names.TurnWaitKeys(session)}, jetstream.IgnoreDeletes(), jetstream.MetaOnly())
 	if err != nil {
 		return out, fmt.Errorf("listing turns of %s: %w", session, err)
@@ -112,14 +186,15 @@ func (r *Registry) keys(ctx context.Context, session string) (sessionKeys, error
 	}
 }
 
-// lease is a registry key kept alive by heartbeats until it is ended.
+// lease is a registry key kept alive by the registry's heartbeats until
+// it is ended.
 type lease struct {
-	r    *Registry
-	key  string
-	val  []byte
-	done chan struct{}
-	wg   sync.WaitGroup
-	once sync.Once
+	r   *Registry
+	key string
+	val []byte
+
+	mu      sync.Mutex // held by a beat, so none follows stop
+	stopped bool
 }
 
 // hold writes key with the registry TTL and heartbeats it every TTL/3
@@ -129,32 +204,25 @@ func (r *Registry) hold(ctx context.Context, key string, v any) (*lease, error) 
 	if err != nil {
 		return nil, err
 	}
-	l := &lease{r: r, key: key, val: b, done: make(chan struct{})}
+	l := &lease{r: r, key: key, val: b}
 	if err := l.beat(ctx); err != nil {
 		return nil, fmt.Errorf("registering %s: %w", key, err)
 	}
-	l.wg.Go(func() {
-		t := time.NewTicker(r.ttl / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-l.done:
-				return
-			case <-t.C:
-				bctx, cancel := context.WithTimeout(context.Background(), r.ttl/3)
-				if err := l.beat(bctx); err != nil {
-					r.log.Warn("admission.heartbeat_failed", "key", key, "err", err)
-				}
-				cancel()
-			}
-		}
-	})
+	r.mu.Lock()
+	r.leases[l] = struct{}{}
+	r.mu.Unlock()
 	return l, nil
 }
 
-// beat (re)writes the key with a fresh TTL. KV Put cannot set a TTL, so it
-// publishes to the key's subject with a message TTL.
+// beat (re)writes the key with a fresh TTL unless the lease stopped. KV
+// Put cannot set a TTL, so it publishes to the key's subject with a
+// message TTL.
 func (l *lease) beat(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopped {
+		return nil
+	}
 	_, err := l.r.js.Publish(ctx, l.r.names.KVKeySubject(l.r.bucket, l.key), l.val, jetstream.WithMsgTTL(l.r.ttl))
 	return err
 }
@@ -162,8 +230,12 @@ func (l *lease) beat(ctx context.Context) error {
 // stop ends the heartbeats and keeps the key until its TTL runs out (a
 // hand-back: the redelivered message takes the key over).
 func (l *lease) stop() {
-	l.once.Do(func() { close(l.done) })
-	l.wg.Wait()
+	l.r.mu.Lock()
+	delete(l.r.leases, l)
+	l.r.mu.Unlock()
+	l.mu.Lock()
+	l.stopped = true
+	l.mu.Unlock()
 }
 
 // end stops the heartbeats and removes the key.
@@ -205,65 +277,43 @@ var errStopping = errors.New("worker stopping")
 
 // awaitTurn blocks until the follow-up with wait key mine may start: no
 // turn of the session runs and no follow-up with a lower sequence waits.
-// It watches the session's keys (TTL expiries arrive as delete markers)
-// and rechecks every TTL in case a watch stalls.
+// It rechecks whenever the mirror sees the session change, and every TTL/3
+// in case a change went unseen.
 func (r *Registry) awaitTurn(ctx context.Context, session, mine string, stopping <-chan struct{}) error {
+	recheck := time.NewTicker(r.ttl / 3)
+	defer recheck.Stop()
 	for {
-		err := r.watchUntilFree(ctx, session, mine, stopping)
-		if err == nil || ctx.Err() != nil || errors.Is(err, errStopping) {
+		k, version, err := r.keys(ctx, session)
+		switch {
+		case err != nil && ctx.Err() != nil:
 			return err
+		case err != nil:
+			r.log.Warn("admission.watch_failed", "session", session, "err", err)
+		case free(k, mine):
+			return nil
 		}
-		r.log.Warn("admission.watch_failed", "session", session, "err", err)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-stopping:
-			return errStopping
-		case <-time.After(r.ttl / 3):
+		if err := r.awaitChange(ctx, session, version, recheck.C, stopping); err != nil {
+			return err
 		}
 	}
 }
 
-var errRecheck = errors.New("recheck")
-
-func (r *Registry) watchUntilFree(ctx context.Context, session, mine string, stopping <-chan struct{}) error {
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	w, err := r.kv.Watch(wctx, r.names.TurnKeysOf(session), jetstream.MetaOnly())
-	if err != nil {
-		return err
-	}
-	defer func() { _ = w.Stop() }()
-	k := sessionKeys{run: map[string]bool{}, wait: map[string]bool{}}
-	initial := true
-	recheck := time.NewTicker(r.ttl)
-	defer recheck.Stop()
+// awaitChange blocks until the mirror's version of session differs from
+// version or recheck ticks.
+func (r *Registry) awaitChange(ctx context.Context, session string, version uint64, recheck <-chan time.Time, stopping <-chan struct{}) error {
 	for {
+		changed, now := r.live.changed(session)
+		if now != version {
+			return nil
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-stopping:
 			return errStopping
-		case <-recheck.C:
-			fresh, err := r.keys(ctx, session)
-			if err != nil {
-				return err
-			}
-			if free(fresh, mine) {
-				return nil
-			}
-		case e, ok := <-w.Updates():
-			if !ok {
-				return errRecheck
-			}
-			if e == nil {
-				initial = false
-			} else {
-				k.apply(e.Key(), e.Operation() == jetstream.KeyValuePut)
-			}
-			if !initial && free(k, mine) {
-				return nil
-			}
+		case <-recheck:
+			return nil
+		case <-changed:
 		}
 	}
 }

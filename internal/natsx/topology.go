@@ -127,6 +127,9 @@ func (t Topology) Streams(n subjects.Names) []jetstream.StreamConfig {
 			Replicas:    t.Replicas,
 			Duplicates:  t.DuplicateWindow,
 			MaxAge:      t.EventsMaxAge,
+			// Workers look for steering messages at every turn: direct
+			// gets skip the JetStream API queue.
+			AllowDirect: true,
 		},
 		{
 			Name:        n.DLQStream(),

@@ -127,6 +127,7 @@ func RunWorker(ctx context.Context, conn *Conn, o WorkerOptions, log *slog.Logge
 	if err != nil {
 		return errors.Join(err, rt.Close(ctx))
 	}
+	defer gate.Close()
 	w, err := worker.New(o.Worker, conn.JS, conn.Names, gate, log)
 	if err != nil {
 		return errors.Join(err, rt.Close(ctx))

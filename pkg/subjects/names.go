@@ -183,6 +183,10 @@ const (
 	HeaderHookError       = "Bub-Hook-Error"
 	HeaderTraceparent     = "traceparent"
 	HeaderTracestate      = "tracestate"
+	// HeaderStatus and HeaderDescription carry the status of a JetStream
+	// direct-get reply ("404" when there is no such message).
+	HeaderStatus      = "Status"
+	HeaderDescription = "Description"
 )
 
 // KV keys.
@@ -196,10 +200,17 @@ func (n Names) SwitchesKey(session string) string { return Token(session) + ".sw
 func (n Names) LastTurnKey(session string) string { return Token(session) + ".last_turn" }
 
 // Turn registry keys (bucket [Names.TurnsBucket]). Every key of a session
-// starts with its token, so [Names.TurnKeysOf] watches all of them.
+// is three tokens and starts with the session's token, so
+// [Names.TurnKeysOfSession] matches all of them and
+// [Names.TurnSessionKeys] those of every session; done markers are two.
 
-// TurnKeysOf matches every turn-registry key of a session.
-func (n Names) TurnKeysOf(session string) string { return Token(session) + ".>" }
+// TurnSessionKeys matches the keys of every session in the turn registry
+// (run, wait and steering-claim keys), not the done markers.
+func (n Names) TurnSessionKeys() string { return "*.*.*" }
+
+// TurnKeysOfSession matches the run, wait and steering-claim keys of one
+// session (a KV-key pattern; see TurnSessionKeys).
+func (n Names) TurnKeysOfSession(session string) string { return Token(session) + ".*.*" }
 
 // TurnRunKey is the turn-registry key of a running turn: the session's
 // token, "run" and the inbound envelope's token. It lives while its
@@ -235,6 +246,11 @@ func (n Names) DoneKey(envelope string) string { return "done." + Token(envelope
 // ($KV.<bucket>.<key>); publishing to it with a message TTL refreshes the
 // key's time to live.
 func (n Names) KVKeySubject(bucket, key string) string { return "$KV." + bucket + "." + key }
+
+// DirectGet is the JetStream direct-get request subject of stream (its
+// request body names the message: {"last_by_subj": …}); the stream must
+// allow direct gets (every KV bucket does).
+func (n Names) DirectGet(stream string) string { return "$JS.API.DIRECT.GET." + stream }
 
 // KVStream is the stream backing a KV bucket (KV_<bucket>).
 func (n Names) KVStream(bucket string) string { return "KV_" + bucket }

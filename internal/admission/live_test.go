@@ -1,0 +1,137 @@
+package admission
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/bubbus/bub/internal/natstest"
+	"github.com/bubbus/bub/internal/natsx"
+	"github.com/bubbus/bub/pkg/subjects"
+)
+
+// twoRegistries returns two registries over separate connections, as two
+// workers have.
+func twoRegistries(t *testing.T) (a, b *Registry) {
+	t.Helper()
+	srv := natstest.Start(t)
+	names := subjects.Default()
+	var regs []*Registry
+	for range 2 {
+		_, js := srv.JetStream(t)
+		if err := natsx.EnsureTopology(t.Context(), js, names, natsx.Topology{MemoryStorage: true, TurnTTL: time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		r, err := NewRegistry(t.Context(), js, names, RegistryOptions{TTL: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(r.Close)
+		regs = append(regs, r)
+	}
+	return regs[0], regs[1]
+}
+
+func runKeys(t *testing.T, r *Registry, session string) []string {
+	t.Helper()
+	k, _, err := r.keys(t.Context(), session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slices.Sorted(func(yield func(string) bool) {
+		for key := range k.run {
+			if !yield(key) {
+				return
+			}
+		}
+	})
+}
+
+// The mirror answers as of the call: a key another worker wrote (or
+// removed) a moment ago is in (or out of) the very next snapshot, with no
+// waiting in between.
+func TestMirrorSnapshotSeesAnotherWorkersWriteAtOnce(t *testing.T) {
+	a, b := twoRegistries(t)
+	for i := range 50 {
+		key := a.names.TurnRunKey("s", fmt.Sprint("e", i))
+		l, err := a.hold(t.Context(), key, entry{Envelope: "e"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := runKeys(t, b, "s"); !slices.Equal(got, []string{key}) {
+			t.Fatalf("round %d: other worker's snapshot %v right after the write, want [%s]", i, got, key)
+		}
+		l.end(t.Context())
+		if got := runKeys(t, b, "s"); len(got) != 0 {
+			t.Fatalf("round %d: other worker's snapshot %v right after the removal, want none", i, got)
+		}
+	}
+	if got := runKeys(t, b, "other"); len(got) != 0 {
+		t.Fatalf("unrelated session shows keys %v", got)
+	}
+}
+
+// Done markers are not mirrored, and a session whose keys are gone leaves
+// nothing behind in the mirror.
+func TestMirrorKeepsOnlyLiveSessions(t *testing.T) {
+	a, b := twoRegistries(t)
+	if err := a.MarkDone(t.Context(), "env1"); err != nil {
+		t.Fatal(err)
+	}
+	l, err := a.hold(t.Context(), a.names.TurnWaitKey("s", 7), entry{Envelope: "e", Seq: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, _, err := b.keys(t.Context(), "s")
+	if err != nil || len(k.wait) != 1 {
+		t.Fatalf("wait keys %v %v, want one", k.wait, err)
+	}
+	l.end(t.Context())
+	if _, _, err := b.keys(t.Context(), "s"); err != nil {
+		t.Fatal(err)
+	}
+	b.live.mu.Lock()
+	defer b.live.mu.Unlock()
+	if len(b.live.sessions) != 0 || len(b.live.versions) != 0 {
+		t.Fatalf("mirror keeps %v / %v after every key went", b.live.sessions, b.live.versions)
+	}
+}
+
+// With its watch gone, the registry still answers exactly, from a listing
+// of its own.
+func TestKeysFallBackWhenTheMirrorStopped(t *testing.T) {
+	a, b := twoRegistries(t)
+	b.live.stop()
+	natstest.Eventually(t, 5*time.Second, func() (bool, string) {
+		b.live.mu.Lock()
+		defer b.live.mu.Unlock()
+		return b.live.ended != nil, "the mirror's watch has not ended"
+	})
+	key := a.names.TurnRunKey("s", "e1")
+	if _, err := a.hold(t.Context(), key, entry{Envelope: "e1"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := runKeys(t, b, "s"); !slices.Equal(got, []string{key}) {
+		t.Fatalf("snapshot without the mirror %v, want [%s]", got, key)
+	}
+}
+
+// A lease that stopped is never written again by the heartbeat loop, so
+// a removed key stays removed.
+func TestStoppedLeaseIsNotRevived(t *testing.T) {
+	a, b := twoRegistries(t)
+	key := a.names.TurnRunKey("s", "e1")
+	l, err := a.hold(t.Context(), key, entry{Envelope: "e1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.end(t.Context())
+	deadline := time.Now().Add(time.Second) // three heartbeat periods
+	for time.Now().Before(deadline) {
+		if got := runKeys(t, b, "s"); len(got) != 0 {
+			t.Fatalf("ended key came back: %v", got)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
