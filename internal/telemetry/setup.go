@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"strings"
 	"time"
@@ -32,6 +33,10 @@ const (
 	// EnvMetricsAddr is the listen address of the /metrics (Prometheus)
 	// and /healthz endpoints, e.g. ":9464"; empty serves nothing.
 	EnvMetricsAddr = "BUB_METRICS_ADDR"
+	// EnvPprof set to "true" also serves Go's runtime profiles
+	// (/debug/pprof/: heap, goroutine, profile, trace) on the metrics
+	// address: a debugging aid, off by default.
+	EnvPprof = "BUB_PPROF"
 	// EnvCaptureContent, when "true", puts prompts, responses, tool
 	// arguments and tool results on spans (off by default: they may hold
 	// personal data).
@@ -172,7 +177,7 @@ func Setup(ctx context.Context, service string, opts ...Option) (shutdown func(c
 				return fail(fmt.Errorf("telemetry: metrics listen %s: %w", s.metricsAddr, err))
 			}
 		}
-		closers = append(closers, serveMetrics(ln, promHandler, s.log))
+		closers = append(closers, serveMetrics(ln, promHandler, s.getenv(EnvPprof) == "true", s.log))
 	}
 	return shutdown, nil
 }
@@ -206,13 +211,19 @@ func newResource(ctx context.Context, service, instance string) (*resource.Resou
 	return res, nil // a partial resource (one detector failed) is still useful
 }
 
-// serveMetrics serves /metrics (when h is set) and /healthz on ln until
-// the returned stop is called.
-func serveMetrics(ln net.Listener, h http.Handler, log *slog.Logger) (stop func(context.Context) error) {
+// serveMetrics serves /metrics (when h is set), /healthz and, with
+// withPprof, the runtime profiles under /debug/pprof/ on ln until the
+// returned stop is called.
+func serveMetrics(ln net.Listener, h http.Handler, withPprof bool, log *slog.Logger) (stop func(context.Context) error) {
 	addr := ln.Addr().String()
 	mux := http.NewServeMux()
 	if h != nil {
 		mux.Handle("GET /metrics", h)
+	}
+	if withPprof {
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

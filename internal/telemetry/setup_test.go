@@ -130,6 +130,39 @@ func TestMetricsEndpoint(t *testing.T) {
 	}
 }
 
+// TestPprofOnlyWhenAskedFor: /debug/pprof/ is served on the metrics
+// address with BUB_PPROF=true, and is a 404 without it.
+func TestPprofOnlyWhenAskedFor(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		restoreGlobals(t)
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		vars := map[string]string{}
+		if on {
+			vars[EnvPprof] = "true"
+		}
+		shutdown, err := Setup(t.Context(), "worker", withGetenv(env(vars)), withMetricsListener(ln))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.Get("http://" + ln.Addr().String() + "/debug/pprof/goroutine?debug=1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		served := resp.StatusCode == http.StatusOK && strings.Contains(string(body), "goroutine profile")
+		if served != on {
+			t.Errorf("BUB_PPROF=%v: /debug/pprof/goroutine answered %d (%.60s)", on, resp.StatusCode, body)
+		}
+		if err := shutdown(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
 func get(t *testing.T, url string) string {
 	t.Helper()
 	resp, err := http.Get(url)

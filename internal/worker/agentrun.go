@@ -290,34 +290,25 @@ func (r *runTape) AppendEvent(ctx context.Context, name string, data map[string]
 }
 
 // runStream adapts a run that reports deltas through a callback into a
-// hooks.Stream. The run executes in its own goroutine; breaking out of the
-// stream cancels it and waits for it to end.
+// hooks.Stream without a goroutine of its own: the run executes in the
+// ranging goroutine and each delta is yielded from the callback. Breaking
+// out of the stream cancels the run's context; the run then ends and no
+// further delta is yielded (nor after the loop body panicked).
 func runStream(ctx context.Context, run func(ctx context.Context, emit func(llm.Delta)) error) hooks.Stream {
 	return func(yield func(llm.Delta, error) bool) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		deltas := make(chan llm.Delta, 64)
-		done := make(chan error, 1)
-		go func() {
-			err := run(ctx, func(d llm.Delta) {
-				select {
-				case deltas <- d:
-				case <-ctx.Done():
-				}
-			})
-			close(deltas)
-			done <- err
-		}()
-		for d := range deltas {
-			if !yield(d, nil) {
-				cancel()
-				for range deltas {
-				}
-				<-done
+		open := true
+		err := run(ctx, func(d llm.Delta) {
+			if !open {
 				return
 			}
-		}
-		if err := <-done; err != nil {
+			open = false // stays closed if yield panics
+			if open = yield(d, nil); !open {
+				cancel()
+			}
+		})
+		if err != nil && open {
 			yield(llm.Delta{}, err)
 		}
 	}

@@ -199,23 +199,32 @@ func (w *Worker) handle(ctx context.Context, cfg Config, msg jetstream.Msg, stop
 	}
 }
 
-// keepAlive sends in-progress acks every period until stop is called.
+// keepAlive sends in-progress acks every period until stop is called,
+// from a timer rather than a goroutine of its own (a worker may hold
+// thousands of turns). No ack is sent once stop returned.
 func keepAlive(msg jetstream.Msg, every time.Duration) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				_ = msg.InProgress()
-			}
+	var (
+		mu      sync.Mutex
+		stopped bool
+		t       *time.Timer
+	)
+	mu.Lock()
+	defer mu.Unlock()
+	t = time.AfterFunc(every, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
 		}
+		_ = msg.InProgress()
+		t.Reset(every)
 	})
-	return func() { close(done); wg.Wait() }
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		t.Stop()
+	}
 }
 
 func decode(msg jetstream.Msg) (Inbound, string, error) {
