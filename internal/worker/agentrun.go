@@ -193,7 +193,9 @@ func (rt *Runtime) awaitEarlierTurns(ctx context.Context, rtape *runTape, t *tur
 // runTape is the agent's view of its session tape during a run: committed
 // entries plus the run's own, through a fork. It never writes the store:
 // every write is an event (the recorder is the only tape writer), which the
-// fork applies locally through the same mapping the recorder uses.
+// fork applies locally through the same mapping the recorder uses. Events
+// are applied lazily, when the run next reads its tape, so the events
+// after its last read cost nothing.
 type runTape struct {
 	rt      *Runtime
 	bus     *events.Bus
@@ -203,8 +205,15 @@ type runTape struct {
 	session string
 	trace   *telemetry.Agent // the run's spans
 
-	mu  sync.Mutex
-	err error // the first failure to apply an event to the fork
+	mu      sync.Mutex
+	pending []recorded // emitted, not yet applied to the fork
+	err     error      // the first failure to apply an event to the fork
+}
+
+// recorded is an emitted event and when it was emitted.
+type recorded struct {
+	ev events.Event
+	at time.Time
 }
 
 var (
@@ -213,23 +222,34 @@ var (
 	_ events.TapeWriter = (*runTape)(nil)
 )
 
-// record is the local TapeRecorder: it applies each emitted event to the
-// fork exactly as the recorder will apply it to the tape.
-func (r *runTape) record(ctx context.Context, ev events.Event) {
-	// RoundTrip is DecodePayload(ToCloudEvent(ev)) without building the
-	// CloudEvent (half the cost); the time is the one New would stamp.
-	_, payload, err := events.RoundTrip(ev)
-	if errors.Is(err, events.ErrUnregistered) {
-		return
-	}
-	if err == nil {
-		err = r.apply(ctx, taperec.Map(payload, r.meta.RunID, time.Now().UTC()))
-	}
-	if err != nil {
-		r.mu.Lock()
+// record is the local TapeRecorder (an after-dispatch sink, like the
+// bridge: it sees each event as the handlers left it); sync applies it.
+func (r *runTape) record(_ context.Context, ev events.Event) {
+	r.mu.Lock()
+	r.pending = append(r.pending, recorded{ev: ev, at: time.Now().UTC()})
+	r.mu.Unlock()
+}
+
+// sync applies the recorded events to the fork exactly as the recorder
+// will apply them to the tape, and returns the first failure to do so.
+func (r *runTape) sync(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, p := range r.pending {
+		r.pending[i] = recorded{}
+		// RoundTrip is DecodePayload(ToCloudEvent(ev)) without building
+		// the CloudEvent (half the cost).
+		_, payload, err := events.RoundTrip(p.ev)
+		if errors.Is(err, events.ErrUnregistered) {
+			continue
+		}
+		if err == nil {
+			err = r.apply(ctx, taperec.Map(payload, r.meta.RunID, p.at))
+		}
 		r.err = errors.Join(r.err, err)
-		r.mu.Unlock()
 	}
+	r.pending = r.pending[:0]
+	return r.err
 }
 
 func (r *runTape) apply(ctx context.Context, b taperec.Batch) error {
@@ -245,15 +265,9 @@ func (r *runTape) apply(ctx context.Context, b taperec.Batch) error {
 	return err
 }
 
-func (r *runTape) failure() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.err
-}
-
 // ReadMessages reads the model context from the fork.
 func (r *runTape) ReadMessages(ctx context.Context) ([]llm.Message, error) {
-	if err := r.failure(); err != nil {
+	if err := r.sync(ctx); err != nil {
 		return nil, err
 	}
 	return r.tape.ReadMessages(ctx)
@@ -262,6 +276,9 @@ func (r *runTape) ReadMessages(ctx context.Context) ([]llm.Message, error) {
 // EnsureBootstrapAnchor hands off session/start when the tape (with the
 // run's own entries) has no anchor.
 func (r *runTape) EnsureBootstrapAnchor(ctx context.Context) error {
+	if err := r.sync(ctx); err != nil {
+		return err
+	}
 	ix, err := r.fork.Index(ctx, r.session)
 	if err != nil {
 		return err
@@ -286,7 +303,7 @@ func (r *runTape) AppendEvent(ctx context.Context, name string, data map[string]
 	if err != nil {
 		return err
 	}
-	return r.failure()
+	return r.sync(ctx)
 }
 
 // runStream adapts a run that reports deltas through a callback into a
@@ -315,15 +332,26 @@ func runStream(ctx context.Context, run func(ctx context.Context, emit func(llm.
 }
 
 // Info summarizes the tape as the run sees it.
-func (r *runTape) Info(ctx context.Context) (tape.Info, error) { return r.tape.Info(ctx) }
+func (r *runTape) Info(ctx context.Context) (tape.Info, error) {
+	if err := r.sync(ctx); err != nil {
+		return tape.Info{}, err
+	}
+	return r.tape.Info(ctx)
+}
 
 // Search runs tape.search over the run's view.
 func (r *runTape) Search(ctx context.Context, s tape.Search) (tape.SearchResult, error) {
+	if err := r.sync(ctx); err != nil {
+		return tape.SearchResult{}, err
+	}
 	return r.tape.Search(ctx, s)
 }
 
 // Anchors lists the last anchors of the run's view.
 func (r *runTape) Anchors(ctx context.Context, limit int) ([]tape.AnchorSummary, error) {
+	if err := r.sync(ctx); err != nil {
+		return nil, err
+	}
 	return r.tape.Anchors(ctx, limit)
 }
 
