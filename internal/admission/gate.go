@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -198,8 +199,14 @@ func (g *Gate) decide(ctx context.Context, in worker.Inbound, session string) (h
 // envelope being admitted (its own earlier delivery) and its wait key.
 func (g *Gate) Snapshot(ctx context.Context, session, self string, selfSeq uint64) (hooks.TurnSnapshot, error) {
 	snap := hooks.TurnSnapshot{SessionID: session}
+	// The registry and the steering queue are read at once (two round
+	// trips in parallel).
+	var steerErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { snap.SteeringCount, steerErr = g.steer.Count(ctx, session) })
 	k, _, err := g.reg.keys(ctx, session)
-	if err != nil {
+	wg.Wait()
+	if err = errors.Join(err, steerErr); err != nil {
 		return snap, err
 	}
 	delete(k.run, g.o.Names.TurnRunKey(session, self))
@@ -208,9 +215,6 @@ func (g *Gate) Snapshot(ctx context.Context, session, self string, selfSeq uint6
 	}
 	snap.RunningCount, snap.PendingCount = len(k.run), len(k.wait)
 	snap.IsRunning = snap.RunningCount > 0
-	if snap.SteeringCount, err = g.steer.Count(ctx, session); err != nil {
-		return snap, err
-	}
 	return snap, nil
 }
 

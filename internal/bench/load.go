@@ -12,10 +12,12 @@ type turnFunc func(ctx context.Context, i int) error
 
 // closedLoop keeps inflight turns running for d: each of inflight clients
 // sends its next turn when the previous one is answered. It returns the
-// turns answered and failed, and the time from start until the last
-// answer. Turns still running at d are waited for (and counted).
-func closedLoop(ctx context.Context, inflight int, d time.Duration, turn turnFunc) (done, failed int, elapsed time.Duration) {
+// turns answered and failed, the time from start until the last answer
+// and the first failure. Turns still running at d are waited for (and
+// counted).
+func closedLoop(ctx context.Context, inflight int, d time.Duration, turn turnFunc) (done, failed int, elapsed time.Duration, first error) {
 	var next, ok, bad atomic.Int64
+	var firstOnce sync.Once
 	start := time.Now()
 	deadline := start.Add(d)
 	var wg sync.WaitGroup
@@ -25,6 +27,7 @@ func closedLoop(ctx context.Context, inflight int, d time.Duration, turn turnFun
 				i := int(next.Add(1))
 				if err := turn(ctx, i); err != nil {
 					bad.Add(1)
+					firstOnce.Do(func() { first = err })
 					continue
 				}
 				ok.Add(1)
@@ -32,7 +35,7 @@ func closedLoop(ctx context.Context, inflight int, d time.Duration, turn turnFun
 		})
 	}
 	wg.Wait()
-	return int(ok.Load()), int(bad.Load()), time.Since(start)
+	return int(ok.Load()), int(bad.Load()), time.Since(start), first
 }
 
 // openLoop starts turns at a fixed rate for d, whatever the answers do,

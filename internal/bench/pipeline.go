@@ -144,8 +144,8 @@ func startPipeline(ctx context.Context, e *env, layout string, withHTTP bool) (_
 		return nil, err
 	}
 	e.progress.Show("P3 " + layout + ": warming up the simulation")
-	if _, failed, _ := closedLoop(ctx, pl.inflight, e.cfg.warmup, pl.simTurn); failed > 0 {
-		return nil, fmt.Errorf("simulation warm-up: %d turns failed", failed)
+	if _, failed, _, first := closedLoop(ctx, pl.inflight, e.cfg.warmup, pl.simTurn); failed > 0 {
+		return nil, fmt.Errorf("simulation warm-up: %d turns failed, the first with: %w", failed, first)
 	}
 	if err := pl.waitRecorded(ctx, true); err != nil {
 		return nil, err
@@ -554,9 +554,9 @@ func (pl *pipeline) measurePattern(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	done, failed, _ := closedLoop(ctx, pl.inflight, pl.e.cfg.warmup, pl.realTurn)
+	done, failed, _, first := closedLoop(ctx, pl.inflight, pl.e.cfg.warmup, pl.realTurn)
 	if failed > 0 || done == 0 {
-		return fmt.Errorf("real pipeline warm-up: %d of %d turns failed: %w", failed, done+failed, pl.alive())
+		return fmt.Errorf("real pipeline warm-up: %d of %d turns failed, the first with: %w", failed, done+failed, errors.Join(first, pl.alive()))
 	}
 	if err := pl.waitRecorded(ctx, false); err != nil {
 		return err
@@ -696,7 +696,7 @@ func (pl *pipeline) window(ctx context.Context, sim bool, d time.Duration, turn 
 	}
 	before := pl.cpu()
 	start := time.Now()
-	done, failed, _ := closedLoop(ctx, pl.inflight, d, turn)
+	done, failed, _, first := closedLoop(ctx, pl.inflight, d, turn)
 	if err := pl.waitRecorded(ctx, sim); err != nil {
 		return throughput{}, err
 	}
@@ -709,7 +709,7 @@ func (pl *pipeline) window(ctx context.Context, sim bool, d time.Duration, turn 
 		}
 	}
 	if done == 0 {
-		return t, fmt.Errorf("no turn answered (%d failed): %w", failed, pl.alive())
+		return t, fmt.Errorf("no turn answered (%d failed, the first with: %w): %w", failed, first, pl.alive())
 	}
 	return t, nil
 }

@@ -50,10 +50,7 @@ func (rt *Runtime) RunAgent(ctx context.Context, in hooks.RunModelInput) (hooks.
 		_, err := rt.agent.Run(ctx, run)
 		endSpan(err)
 		if err == nil && t.in.StreamSeq > 0 && rt.o.State != nil {
-			v := strconv.FormatUint(t.in.StreamSeq, 10)
-			if _, perr := rt.o.State.Put(ctx, rt.o.Names.LastTurnKey(in.SessionID), []byte(v)); perr != nil {
-				rt.log.Warn("worker.last_turn_not_saved", "session", in.SessionID, "err", perr)
-			}
+			rt.saveLastTurn(t, in.SessionID)
 		}
 		return err
 	}), nil
@@ -159,6 +156,41 @@ func (rt *Runtime) publishDelta(subject, runID string, seq int, d llm.Delta) {
 	if err := rt.o.NC.Publish(subject, b); err != nil {
 		rt.log.Debug("worker.delta_dropped", "err", err)
 	}
+}
+
+// saveLastTurn records the turn's inbound sequence as the session's newest
+// finished turn (read-your-writes). The write is asynchronous: the turn's
+// flush, which comes before its reply, waits for it. A failed write is
+// logged, not fatal: the next turn then just does not wait for this one.
+func (rt *Runtime) saveLastTurn(t *turn, session string) {
+	subject := rt.o.Names.KVKeySubject(rt.o.State.Bucket(), rt.o.Names.LastTurnKey(session))
+	f, err := rt.o.JS.PublishAsync(subject, []byte(strconv.FormatUint(t.in.StreamSeq, 10)))
+	if err != nil {
+		rt.log.Warn("worker.last_turn_not_saved", "session", session, "err", err)
+		return
+	}
+	// A turn flushes more than once (before its reply and at its end) and
+	// the future answers only once: remember that it did.
+	var (
+		mu       sync.Mutex
+		answered bool
+	)
+	t.addFlush(func(ctx context.Context) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if answered {
+			return nil
+		}
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			rt.log.Warn("worker.last_turn_not_saved", "session", session, "err", err)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		answered = true
+		return nil
+	})
 }
 
 // awaitEarlierTurns waits until the recorder committed the session's

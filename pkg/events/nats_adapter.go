@@ -24,18 +24,27 @@ func ToMsg(subject string, e ce.Event) (*nats.Msg, error) {
 // structuredMsg is the message of a structured-mode event with id and
 // trace context.
 func structuredMsg(subject, id, traceparent, tracestate string, body []byte) *nats.Msg {
-	// Room for the headers set here and the publish options' own.
-	msg := &nats.Msg{Subject: subject, Data: body, Header: make(nats.Header, 6)}
-	msg.Header.Set("Content-Type", ContentTypeStructured)
-	msg.Header.Set(subjects.HeaderMsgID, id)
+	// Room for the headers set here and the publish options' own. The
+	// values share one backing array, each a full slice of its own (an
+	// append elsewhere copies rather than overwrites a neighbour), and the
+	// constant content type is shared by every message.
+	h := make(nats.Header, 6)
+	vals := make([]string, 3)
+	vals[0], vals[1], vals[2] = id, traceparent, tracestate
+	h["Content-Type"] = structuredContentType
+	h[subjects.HeaderMsgID] = vals[0:1:1]
 	if traceparent != "" {
-		msg.Header.Set(subjects.HeaderTraceparent, traceparent)
+		h[subjects.HeaderTraceparent] = vals[1:2:2]
 		if tracestate != "" {
-			msg.Header.Set(subjects.HeaderTracestate, tracestate)
+			h[subjects.HeaderTracestate] = vals[2:3:3]
 		}
 	}
-	return msg
+	return &nats.Msg{Subject: subject, Data: body, Header: h}
 }
+
+// structuredContentType is the Content-Type header value of every
+// structured-mode message; never modified.
+var structuredContentType = []string{ContentTypeStructured}
 
 // FromMsg decodes the CloudEvent of a NATS message in either content mode.
 func FromMsg(msg *nats.Msg) (ce.Event, error) { return Decode(msg.Header, msg.Data) }
