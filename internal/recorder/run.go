@@ -268,7 +268,7 @@ func (l *lane) supersede(ctx context.Context, rn *run, late bool) (stale bool) {
 		return true
 	}
 	if late || rn.delivery > 1 {
-		if first, done := l.envelopeCommitted(ctx, rn); done {
+		if first, _, done := l.envelopeCommitted(ctx, rn); done {
 			l.interrupt(ctx, rn, "superseded", first)
 			return true
 		}
@@ -369,11 +369,15 @@ func (l *lane) commitWith(ctx context.Context, rn *run, msgs []jetstream.Msg) {
 	}
 	ctx, span := telemetry.StartCommit(ctx, rn.id, rn.session, len(entries), traceHeaders(rn.items, msgs))
 	defer span.End()
-	if other, dup := l.envelopeCommitted(ctx, rn); dup {
+	other, ix, dup := l.envelopeCommitted(ctx, rn)
+	if dup {
 		l.skipRerun(ctx, rn, other, stream, msgs)
 		return
 	}
 	opts := []tape.AppendOption{tape.WithCommitID(rn.commitID()), tape.WithWatermark(WatermarkEvents, stream)}
+	if ix != nil && !archive {
+		opts = append(opts, tape.WithIndex(*ix)) // archiving changes the tape first
+	}
 	if rn.inbound > 0 {
 		opts = append(opts, tape.WithWatermark(WatermarkInbound, rn.inbound))
 	}
@@ -524,22 +528,24 @@ func (rn *run) commitID() string {
 // envelopeCommitted reports whether another finished run of the same
 // inbound envelope is already on the tape (among its recent commits): the
 // envelope was redelivered after its first run finished but before the
-// worker could acknowledge it (a worker or NATS crash), and ran again.
-func (l *lane) envelopeCommitted(ctx context.Context, rn *run) (string, bool) {
+// worker could acknowledge it (a worker or NATS crash), and ran again. It
+// also returns the index it read (nil when it read none), for the commit
+// to start from.
+func (l *lane) envelopeCommitted(ctx context.Context, rn *run) (string, *tape.Index, bool) {
 	if rn.envelope == "" || rn.interrupted {
-		return "", false
+		return "", nil, false
 	}
 	ix, err := l.r.store.Index(ctx, rn.session)
 	if err != nil {
-		return "", false
+		return "", nil, false
 	}
 	for _, c := range ix.Commits {
 		runID, env, ok := strings.Cut(c.ID, "@")
 		if ok && env == rn.envelope && runID != rn.id {
-			return runID, true
+			return runID, &ix, true
 		}
 	}
-	return "", false
+	return "", &ix, false
 }
 
 // skipRerun acknowledges the events of a second finished run of an

@@ -101,6 +101,7 @@ type appendOptions struct {
 	commitID   string
 	watermarks map[string]uint64
 	reset      bool
+	index      *Index
 }
 
 // WithCommitID makes the batch idempotent under id (for example a run id):
@@ -139,6 +140,17 @@ func WithWatermark(key string, value uint64) AppendOption {
 func WithReset() AppendOption {
 	return func(o *appendOptions) error {
 		o.reset = true
+		return nil
+	}
+}
+
+// WithIndex passes the caller's own recent read of the tape's index: a
+// store that reads the index before writing may start from it instead. A
+// stale index is safe (the write then notices and starts over from a
+// fresh read), only slower. Stores without such a read ignore it.
+func WithIndex(ix Index) AppendOption {
+	return func(o *appendOptions) error {
+		o.index = &ix
 		return nil
 	}
 }

@@ -437,7 +437,7 @@ func (w *writer) msgID(i, n int) string {
 // attempt runs one optimistic append; errRetry means start over.
 func (w *writer) attempt(ctx context.Context) ([]Entry, error) {
 	s := w.s
-	ix, err := s.Index(ctx, w.tape)
+	ix, err := w.index(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -473,6 +473,16 @@ func (w *writer) attempt(ctx context.Context) ([]Entry, error) {
 		_ = s.stream.Purge(ctx, jetstream.WithPurgeSubject(w.subj), jetstream.WithPurgeSequence(below))
 	}
 	return stored, nil
+}
+
+// index returns the index an attempt starts from: the caller's (see
+// WithIndex) the first time, a fresh read after that.
+func (w *writer) index(ctx context.Context) (Index, error) {
+	if ix := w.o.index; ix != nil && ix.Tape == w.tape {
+		w.o.index = nil
+		return *ix, nil
+	}
+	return w.s.Index(ctx, w.tape)
 }
 
 // write publishes stored after the committed entries of ix and returns
