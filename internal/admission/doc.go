@@ -20,14 +20,20 @@
 //     is redelivered and takes over its wait key (same sequence) while the
 //     key lives, keeping its place.
 //   - steer: with a running turn, the envelope is published to
-//     bub.steer.<session> (stream BUB_STEER) and acknowledged; the worker
-//     running a turn of the session claims it at its next MessagesPending
-//     ([Steering], a claim key per message in the registry) and deletes it
-//     only once that turn finished, so a crash hands it to the redelivered
-//     turn. Steering messages nobody claimed when the session's last turn
+//     bub.steer.<session> (stream BUB_STEER), marked queued in the
+//     registry and acknowledged; the worker running a turn of the session
+//     claims it at its next MessagesPending ([Steering], a claim key per
+//     message in the registry) and deletes it (and its marker) only once
+//     that turn finished, so a crash hands it to the redelivered turn. Steering messages nobody claimed when the session's last turn
 //     ends are re-injected into the inbound stream as forced follow-ups
 //     (header Bub-Admission: follow_up). Without a running turn, steer
 //     behaves like follow_up.
+//
+// Each worker mirrors the registry's session keys from one KV watch, so a
+// snapshot costs one direct get (the barrier that makes the mirror exact
+// as of the call) and a drain of a session with no queued marker costs
+// nothing; the end-of-turn sweep still reads the steering stream itself,
+// so a marker lost to a crash never loses a message.
 //
 // Decisions are sticky across redeliveries: a redelivered envelope that
 // finds its own run or wait key keeps that decision. A done marker written

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -199,21 +198,15 @@ func (g *Gate) decide(ctx context.Context, in worker.Inbound, session string) (h
 // envelope being admitted (its own earlier delivery) and its wait key.
 func (g *Gate) Snapshot(ctx context.Context, session, self string, selfSeq uint64) (hooks.TurnSnapshot, error) {
 	snap := hooks.TurnSnapshot{SessionID: session}
-	// The registry and the steering queue are read at once (two round
-	// trips in parallel).
-	var steerErr error
-	var wg sync.WaitGroup
-	wg.Go(func() { snap.SteeringCount, steerErr = g.steer.Count(ctx, session) })
 	k, _, err := g.reg.keys(ctx, session)
-	wg.Wait()
-	if err = errors.Join(err, steerErr); err != nil {
+	if err != nil {
 		return snap, err
 	}
 	delete(k.run, g.o.Names.TurnRunKey(session, self))
 	if selfSeq > 0 {
 		delete(k.wait, g.o.Names.TurnWaitKey(session, selfSeq))
 	}
-	snap.RunningCount, snap.PendingCount = len(k.run), len(k.wait)
+	snap.RunningCount, snap.PendingCount, snap.SteeringCount = len(k.run), len(k.wait), len(k.queued)
 	snap.IsRunning = snap.RunningCount > 0
 	return snap, nil
 }

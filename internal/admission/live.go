@@ -16,8 +16,8 @@ import (
 	"github.com/bubbus/bub/pkg/subjects"
 )
 
-// live mirrors the session keys of the turn registry (run, wait and
-// steering-claim keys; not the done markers) from one KV watch per worker,
+// live mirrors the session keys of the turn registry (run, wait,
+// queued-steering and steering-claim keys; not the done markers) from one KV watch per worker,
 // so a turn snapshot costs one direct get instead of a consumer per turn.
 //
 // The mirror is made exact by a barrier: [live.keys] asks the stream for
@@ -92,7 +92,7 @@ func (l *live) apply(key string, seq uint64, present bool) {
 	}
 	k.apply(key, present)
 	l.changes++
-	if len(k.run)+len(k.wait) == 0 {
+	if k.empty() {
 		delete(l.sessions, session)
 		delete(l.versions, session)
 	} else {
@@ -141,6 +141,14 @@ func (l *live) keys(ctx context.Context, session string) (sessionKeys, uint64, e
 			return sessionKeys{}, 0, ctx.Err()
 		}
 	}
+}
+
+// anyQueued reports whether the mirror holds a queued steering marker of
+// session, as far as it has seen.
+func (l *live) anyQueued(session string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.sessions[subjects.Token(session)].queued) > 0
 }
 
 // changed returns a channel closed on the next change of the mirror (nil

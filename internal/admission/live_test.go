@@ -3,11 +3,16 @@ package admission
 import (
 	"fmt"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/bubbus/bub/internal/natstest"
 	"github.com/bubbus/bub/internal/natsx"
+	"github.com/bubbus/bub/pkg/hooks"
 	"github.com/bubbus/bub/pkg/subjects"
 )
 
@@ -133,5 +138,64 @@ func TestStoppedLeaseIsNotRevived(t *testing.T) {
 			t.Fatalf("ended key came back: %v", got)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A turn of a session nobody steers reads the steering stream once: the
+// end-of-turn check that no steering message was left behind. Its
+// snapshot and its drains answer from the registry mirror.
+func TestUnsteeredTurnReadsTheSteeringStreamOnce(t *testing.T) {
+	f := newFixture(t, "")
+	f.turns.drain = true
+	if _, err := f.gate.steer.steerStream(t.Context()); err != nil { // bound once per worker
+		t.Fatal(err)
+	}
+	nc := f.js.Conn()
+	var reads atomic.Int64
+	sub, err := nc.Subscribe("$JS.API.>", func(m *nats.Msg) {
+		if strings.Contains(m.Subject, f.names.SteerStream()) {
+			reads.Add(1)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	done := f.process(inbound("a", "quiet"))
+	f.waitStarted(t, "a")
+	f.turns.release("a")
+	wait(t, done)
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n := reads.Load(); n != 1 {
+		t.Fatalf("the turn made %d requests to the steering stream, want 1", n)
+	}
+}
+
+// Steering markers go with their messages: once the steered turn finished
+// the mirror holds none.
+func TestSteeringMarkersLeaveWithTheirMessages(t *testing.T) {
+	f := newFixture(t, hooks.AdmitSteer)
+	f.turns.drain = true
+	a := f.process(inbound("a", "s"))
+	f.waitStarted(t, "a")
+	if err := f.gate.Process(t.Context(), inbound("b", "s")); err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, 5*time.Second, func() (bool, string) {
+		return f.gate.reg.anyQueued("s"), "the mirror never saw the steering marker"
+	})
+	f.turns.release("a")
+	wait(t, a)
+	if got := f.turns.steered["a"]; !slices.Equal(got, []string{"content of b"}) {
+		t.Fatalf("turn a drained %v", got)
+	}
+	k, _, err := f.gate.reg.keys(t.Context(), "s")
+	if err != nil || len(k.queued) != 0 {
+		t.Fatalf("queued markers %v %v after the turn, want none", k.queued, err)
 	}
 }

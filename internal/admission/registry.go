@@ -117,19 +117,23 @@ type entry struct {
 	Since    time.Time `json:"since"`
 }
 
-// sessionKeys are the live run and wait keys of a session.
+// sessionKeys are the live run and wait keys of a session, and its
+// queued steering markers.
 type sessionKeys struct {
-	run  map[string]bool
-	wait map[string]bool
+	run    map[string]bool
+	wait   map[string]bool
+	queued map[string]bool
 }
 
 func newSessionKeys() sessionKeys {
-	return sessionKeys{run: map[string]bool{}, wait: map[string]bool{}}
+	return sessionKeys{run: map[string]bool{}, wait: map[string]bool{}, queued: map[string]bool{}}
 }
 
 func (k sessionKeys) clone() sessionKeys {
-	return sessionKeys{run: maps.Clone(k.run), wait: maps.Clone(k.wait)}
+	return sessionKeys{run: maps.Clone(k.run), wait: maps.Clone(k.wait), queued: maps.Clone(k.queued)}
 }
+
+func (k sessionKeys) empty() bool { return len(k.run)+len(k.wait)+len(k.queued) == 0 }
 
 func (k sessionKeys) apply(key string, present bool) {
 	switch {
@@ -137,6 +141,8 @@ func (k sessionKeys) apply(key string, present bool) {
 		set(k.run, key, present)
 	case strings.Contains(key, ".wait."):
 		set(k.wait, key, present)
+	case strings.Contains(key, ".queued."):
+		set(k.queued, key, present)
 	}
 }
 
@@ -148,7 +154,8 @@ func set(m map[string]bool, key string, present bool) {
 	}
 }
 
-// keys lists the live run and wait keys of session, exact as of the
+// keys lists the live run and wait keys and the queued steering markers
+// of session, exact as of the
 // call, and the session's change version in the mirror (0 when the mirror
 // could not answer and the keys were listed from a watch of their own).
 func (r *Registry) keys(ctx context.Context, session string) (sessionKeys, uint64, error) {
@@ -168,7 +175,7 @@ func (r *Registry) keys(ctx context.Context, session string) (sessionKeys, uint6
 // their own (a consumer): the fallback when the mirror cannot answer.
 func (r *Registry) listKeys(ctx context.Context, session string) (sessionKeys, error) {
 	out := newSessionKeys()
-	w, err := r.kv.WatchFiltered(ctx, []string{r.names.TurnRunKeys(session), r.names.TurnWaitKeys(session)}, jetstream.IgnoreDeletes(), jetstream.MetaOnly())
+	w, err := r.kv.WatchFiltered(ctx, []string{r.names.TurnRunKeys(session), r.names.TurnWaitKeys(session), r.names.SteerQueuedKeys(session)}, jetstream.IgnoreDeletes(), jetstream.MetaOnly())
 	if err != nil {
 		return out, fmt.Errorf("listing turns of %s: %w", session, err)
 	}
@@ -271,6 +278,27 @@ func (r *Registry) MarkDone(ctx context.Context, envelope string) error {
 	_, err := r.js.Publish(ctx, r.names.KVKeySubject(r.bucket, r.names.DoneKey(envelope)), []byte(time.Now().UTC().Format(time.RFC3339Nano)), jetstream.WithMsgTTL(r.doneTTL))
 	return err
 }
+
+// queuedTTL bounds how long a queued-steering marker outlives a worker
+// that died before removing it (the end-of-turn sweep reads the stream
+// itself, so a marker lost early never loses a message).
+const queuedTTL = time.Hour
+
+// markQueued records that the steering message at seq of session waits.
+func (r *Registry) markQueued(ctx context.Context, session string, seq uint64) error {
+	_, err := r.js.Publish(ctx, r.names.KVKeySubject(r.bucket, r.names.SteerQueuedKey(session, seq)), nil, jetstream.WithMsgTTL(queuedTTL))
+	return err
+}
+
+// unmarkQueued removes the marker of a steering message that is gone.
+func (r *Registry) unmarkQueued(ctx context.Context, session string, seq uint64) error {
+	return r.kv.Purge(ctx, r.names.SteerQueuedKey(session, seq), jetstream.PurgeTTL(r.ttl))
+}
+
+// anyQueued reports whether the mirror holds a queued steering marker of
+// session (without a barrier: a marker written a moment ago may be seen
+// at the next call).
+func (r *Registry) anyQueued(session string) bool { return r.live.anyQueued(session) }
 
 // errStopping is returned when the worker drains while a follow-up waits.
 var errStopping = errors.New("worker stopping")

@@ -66,8 +66,16 @@ func (s *Steering) Publish(ctx context.Context, session string, env *envelope.En
 	if err != nil {
 		return err
 	}
-	if _, err := s.js.PublishMsg(ctx, msg); err != nil {
+	ack, err := s.js.PublishMsg(ctx, msg)
+	if err != nil {
 		return fmt.Errorf("publishing steering message %s: %w", env.ID, err)
+	}
+	if ack.Duplicate {
+		return nil // published (and marked) by an earlier delivery
+	}
+	if err := s.reg.markQueued(ctx, session, ack.Sequence); err != nil {
+		// The running turn may then not see it, the sweep after it will.
+		s.log.Warn("admission.steer_marker_failed", "session", session, "envelope", env.ID, "err", err)
 	}
 	return nil
 }
@@ -149,7 +157,7 @@ func (s *Steering) each(ctx context.Context, session string, from uint64, fn fun
 			if cerr := s.dlq.Copy(ctx, raw.Subject, raw.Header, raw.Data, dlq.ReasonUndecodable, derr); cerr != nil {
 				return next, cerr
 			}
-			_ = st.DeleteMsg(ctx, raw.Sequence)
+			_ = s.remove(ctx, session, raw.Sequence)
 			continue
 		}
 		if err := fn(stored{seq: raw.Sequence, env: env}); err != nil {
@@ -158,8 +166,9 @@ func (s *Steering) each(ctx context.Context, session string, from uint64, fn fun
 	}
 }
 
-// remove deletes a steering message; one already gone is fine.
-func (s *Steering) remove(ctx context.Context, seq uint64) error {
+// remove deletes a steering message and its queued marker; one already
+// gone is fine.
+func (s *Steering) remove(ctx context.Context, session string, seq uint64) error {
 	st, err := s.steerStream(ctx)
 	if err != nil {
 		return err
@@ -167,7 +176,7 @@ func (s *Steering) remove(ctx context.Context, seq uint64) error {
 	if err := st.DeleteMsg(ctx, seq); err != nil && !dlq.Gone(err) {
 		return err
 	}
-	return nil
+	return s.reg.unmarkQueued(ctx, session, seq)
 }
 
 // Sweep re-injects every unclaimed steering message of session into the
@@ -186,7 +195,7 @@ func (s *Steering) Sweep(ctx context.Context, session string) (int, error) {
 			return err
 		}
 		n++
-		return s.remove(ctx, m.seq)
+		return s.remove(ctx, session, m.seq)
 	})
 	return n, err
 }
@@ -234,10 +243,16 @@ func (s *Steering) Inbox(session, owner string) *Inbox {
 // Drain claims every steering message of the session not claimed by
 // another live turn and returns their contents in arrival order. A claim
 // by the same envelope (an earlier delivery of this turn that died) is
-// taken over. Failures to read or claim are logged, never returned.
+// taken over. Failures to read or claim are logged, never returned. While
+// the registry mirror shows no queued marker for the session it reads
+// nothing (the common case costs no round trip); a message whose marker
+// it has not seen yet is drained next time or swept after the turn.
 func (in *Inbox) Drain(ctx context.Context) ([]llm.Content, error) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	if !in.s.reg.anyQueued(in.session) {
+		return nil, nil
+	}
 	var out []llm.Content
 	next, err := in.s.each(ctx, in.session, in.next, func(m stored) error {
 		key := in.s.names.SteerClaimKey(in.session, m.seq)
@@ -289,7 +304,7 @@ func (in *Inbox) Commit(ctx context.Context) error {
 	defer in.mu.Unlock()
 	var errs []error
 	for _, c := range in.claims {
-		errs = append(errs, in.s.remove(ctx, c.seq))
+		errs = append(errs, in.s.remove(ctx, in.session, c.seq))
 		c.lease.end(ctx)
 	}
 	in.claims = nil

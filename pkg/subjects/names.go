@@ -238,6 +238,16 @@ func (n Names) SteerClaimKey(session string, seq uint64) string {
 	return fmt.Sprintf("%s.steer.%020d", Token(session), seq)
 }
 
+// SteerQueuedKey is the turn-registry key marking the steering message
+// at steer-stream sequence seq as queued (published, not yet removed), so
+// workers see waiting steering messages without reading the stream.
+func (n Names) SteerQueuedKey(session string, seq uint64) string {
+	return fmt.Sprintf("%s.queued.%020d", Token(session), seq)
+}
+
+// SteerQueuedKeys matches the queued steering markers of a session.
+func (n Names) SteerQueuedKeys(session string) string { return Token(session) + ".queued.*" }
+
 // DoneKey is the turn-registry key marking an inbound envelope whose turn
 // finished and was acknowledged, so a redelivery never runs it again.
 func (n Names) DoneKey(envelope string) string { return "done." + Token(envelope) }

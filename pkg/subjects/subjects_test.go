@@ -63,6 +63,8 @@ func TestGoldenNames(t *testing.T) {
 		{n.TurnWaitKey("s", 42), "s.wait.00000000000000000042"},
 		{n.TurnWaitKeys("s"), "s.wait.*"},
 		{n.SteerClaimKey("s", 7), "s.steer.00000000000000000007"},
+		{n.SteerQueuedKey("s", 7), "s.queued.00000000000000000007"},
+		{n.SteerQueuedKeys("s"), "s.queued.*"},
 		{n.DoneKey("01H/x"), "done.01H_2fx"},
 		{n.KVKeySubject("bub_turns", "s.run.e1"), "$KV.bub_turns.s.run.e1"},
 		{n.KVStream("bub_turns"), "KV_bub_turns"},
