@@ -315,6 +315,9 @@ func TestSteerReachesTheRunningTurn(t *testing.T) {
 	if err != nil || snap.SteeringCount != 1 {
 		t.Fatalf("snapshot %+v %v, want one steering message", snap, err)
 	}
+	if !f.gate.reg.anyQueued("s") {
+		t.Fatal("the snapshot counted the steering message, the drain would not look for it")
+	}
 	f.turns.release("a")
 	wait(t, a)
 	if got := f.turns.steered["a"]; !slices.Equal(got, []string{"content of b"}) {
@@ -325,6 +328,10 @@ func TestSteerReachesTheRunningTurn(t *testing.T) {
 	}
 	if n, err := f.gate.steer.Count(t.Context(), "s"); err != nil || n != 0 {
 		t.Fatalf("steering messages left: %d %v", n, err)
+	}
+	// The message's queued marker went with it.
+	if k, _, err := f.gate.reg.keys(t.Context(), "s"); err != nil || len(k.queued) != 0 {
+		t.Fatalf("queued markers %v %v after the turn, want none", k.queued, err)
 	}
 }
 

@@ -12,7 +12,6 @@ import (
 
 	"github.com/bubbus/bub/internal/natstest"
 	"github.com/bubbus/bub/internal/natsx"
-	"github.com/bubbus/bub/pkg/hooks"
 	"github.com/bubbus/bub/pkg/subjects"
 )
 
@@ -173,29 +172,5 @@ func TestUnsteeredTurnReadsTheSteeringStreamOnce(t *testing.T) {
 	}
 	if n := reads.Load(); n != 1 {
 		t.Fatalf("the turn made %d requests to the steering stream, want 1", n)
-	}
-}
-
-// Steering markers go with their messages: once the steered turn finished
-// the mirror holds none.
-func TestSteeringMarkersLeaveWithTheirMessages(t *testing.T) {
-	f := newFixture(t, hooks.AdmitSteer)
-	f.turns.drain = true
-	a := f.process(inbound("a", "s"))
-	f.waitStarted(t, "a")
-	if err := f.gate.Process(t.Context(), inbound("b", "s")); err != nil {
-		t.Fatal(err)
-	}
-	natstest.Eventually(t, 5*time.Second, func() (bool, string) {
-		return f.gate.reg.anyQueued("s"), "the mirror never saw the steering marker"
-	})
-	f.turns.release("a")
-	wait(t, a)
-	if got := f.turns.steered["a"]; !slices.Equal(got, []string{"content of b"}) {
-		t.Fatalf("turn a drained %v", got)
-	}
-	k, _, err := f.gate.reg.keys(t.Context(), "s")
-	if err != nil || len(k.queued) != 0 {
-		t.Fatalf("queued markers %v %v after the turn, want none", k.queued, err)
 	}
 }
