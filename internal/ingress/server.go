@@ -192,7 +192,11 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	env, code, err := DecodeRequest(r.Header, body)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, code, err.Error())
+		status := http.StatusBadRequest
+		if code == codeUnsupportedMediaType {
+			status = http.StatusUnsupportedMediaType
+		}
+		writeError(w, status, code, err.Error())
 		return
 	}
 	if env.ID == "" {
@@ -283,7 +287,7 @@ func DecodeRequest(header http.Header, body []byte) (*envelope.Envelope, string,
 		return env, "", nil
 	}
 	if ct != "" && !strings.HasPrefix(ct, "application/json") {
-		return nil, "unsupported_media_type", fmt.Errorf("content type %q is not accepted; send application/json or a CloudEvent", ct)
+		return nil, codeUnsupportedMediaType, fmt.Errorf("content type %q is not accepted; send application/json or a CloudEvent", ct)
 	}
 	return decodeEnvelope(data)
 }
@@ -308,6 +312,10 @@ type errorBody struct {
 	Error string `json:"error"`
 	Code  string `json:"code"`
 }
+
+// codeUnsupportedMediaType is the error code of a body that is neither
+// JSON nor a CloudEvent (HTTP 415).
+const codeUnsupportedMediaType = "unsupported_media_type"
 
 func writeError(w http.ResponseWriter, status int, code, msg string) {
 	writeJSON(w, status, errorBody{Error: msg, Code: code})

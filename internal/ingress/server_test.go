@@ -104,7 +104,7 @@ func TestBadInputIsRejectedAndNothingPublished(t *testing.T) {
 		{"missing content", jsonHeader(), `{"channel":"http"}`, 400, "missing_content"},
 		{"context not object", jsonHeader(), `{"content":"x","context":[1]}`, 400, "invalid_json"},
 		{"oversized body", jsonHeader(), `{"content":"` + strings.Repeat("a", 300) + `"}`, 413, "body_too_large"},
-		{"wrong media type", http.Header{"Content-Type": {"text/plain"}}, `hello`, 400, "unsupported_media_type"},
+		{"wrong media type", http.Header{"Content-Type": {"text/plain"}}, `hello`, 415, "unsupported_media_type"},
 		{"unknown cloudevent type", http.Header{
 			"Content-Type": {"application/json"}, "Ce-Specversion": {"1.0"}, "Ce-Id": {"1"},
 			"Ce-Source": {"/x"}, "Ce-Type": {"com.example.other"},
