@@ -17,8 +17,9 @@ import (
 )
 
 // live mirrors the session keys of the turn registry (run, wait,
-// queued-steering and steering-claim keys; not the done markers) from one KV watch per worker,
-// so a turn snapshot costs one direct get instead of a consumer per turn.
+// queued-steering and steering-claim keys; not the done markers) from one
+// KV watch per worker, so a turn snapshot costs one direct get instead of
+// a consumer per turn.
 //
 // The mirror is made exact by a barrier: [live.keys] asks the stream for
 // the sequence of the session's newest key message and waits until the
@@ -46,7 +47,7 @@ var errMirrorBehind = errors.New("turn registry mirror is behind")
 // mirrorWait bounds how long a snapshot waits for the mirror.
 const mirrorWait = 2 * time.Second
 
-// watchLive starts the mirror; it stops when ctx ends.
+// watchLive starts the mirror; it runs until stop.
 func watchLive(ctx context.Context, r *Registry) (*live, error) {
 	w, err := r.kv.WatchFiltered(ctx, []string{r.names.TurnSessionKeys()}, jetstream.MetaOnly())
 	if err != nil {

@@ -174,3 +174,19 @@ func TestUnsteeredTurnReadsTheSteeringStreamOnce(t *testing.T) {
 		t.Fatalf("the turn made %d requests to the steering stream, want 1", n)
 	}
 }
+
+// One heartbeat round keeps many keys alive: 300 leases with a 1 s TTL
+// are all still registered after three TTLs.
+func TestHeartbeatKeepsManyKeys(t *testing.T) {
+	a, b := twoRegistries(t)
+	const n = 300
+	for i := range n {
+		if _, err := a.hold(t.Context(), a.names.TurnRunKey("many", fmt.Sprint("e", i)), entry{Envelope: "e"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(3 * time.Second) // three TTLs: only heartbeats keep the keys
+	if got := runKeys(t, b, "many"); len(got) != n {
+		t.Fatalf("%d of %d keys alive after three TTLs", len(got), n)
+	}
+}

@@ -99,12 +99,38 @@ func (r *Registry) heartbeat() {
 			held = append(held, l)
 		}
 		r.mu.Unlock()
-		for _, l := range held {
-			ctx, cancel := context.WithTimeout(context.Background(), r.ttl/3)
-			if err := l.beat(ctx); err != nil {
-				r.log.Warn("admission.heartbeat_failed", "key", l.key, "err", err)
-			}
-			cancel()
+		r.beatAll(held)
+	}
+}
+
+// beatAll refreshes every lease of held at once (asynchronous publishes,
+// so thousands of keys take one round trip, not one each) and logs the
+// ones that failed.
+func (r *Registry) beatAll(held []*lease) {
+	type pending struct {
+		l *lease
+		f jetstream.PubAckFuture
+	}
+	var sent []pending
+	for _, l := range held {
+		f, err := l.beatAsync()
+		switch {
+		case err != nil:
+			r.log.Warn("admission.heartbeat_failed", "key", l.key, "err", err)
+		case f != nil:
+			sent = append(sent, pending{l, f})
+		}
+	}
+	timeout := time.NewTimer(r.ttl / 3)
+	defer timeout.Stop()
+	for _, p := range sent {
+		select {
+		case <-p.f.Ok():
+		case err := <-p.f.Err():
+			r.log.Warn("admission.heartbeat_failed", "key", p.l.key, "err", err)
+		case <-timeout.C:
+			r.log.Warn("admission.heartbeat_unanswered", "keys", len(sent))
+			return
 		}
 	}
 }
@@ -200,7 +226,7 @@ type lease struct {
 	key string
 	val []byte
 
-	mu      sync.Mutex // held by a beat, so none follows stop
+	mu      sync.Mutex // held while a heartbeat is sent, so none follows stop
 	stopped bool
 }
 
@@ -221,17 +247,25 @@ func (r *Registry) hold(ctx context.Context, key string, v any) (*lease, error) 
 	return l, nil
 }
 
-// beat (re)writes the key with a fresh TTL unless the lease stopped. KV
+// beat (re)writes the key with a fresh TTL and waits for the write. KV
 // Put cannot set a TTL, so it publishes to the key's subject with a
 // message TTL.
 func (l *lease) beat(ctx context.Context) error {
+	_, err := l.r.js.Publish(ctx, l.r.names.KVKeySubject(l.r.bucket, l.key), l.val, jetstream.WithMsgTTL(l.r.ttl))
+	return err
+}
+
+// beatAsync sends a heartbeat unless the lease stopped (then it returns
+// nil, nil). It holds the lease while sending, so a heartbeat never
+// follows stop, and the removal that follows stop on the same connection
+// reaches the stream after it.
+func (l *lease) beatAsync() (jetstream.PubAckFuture, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.stopped {
-		return nil
+		return nil, nil
 	}
-	_, err := l.r.js.Publish(ctx, l.r.names.KVKeySubject(l.r.bucket, l.key), l.val, jetstream.WithMsgTTL(l.r.ttl))
-	return err
+	return l.r.js.PublishAsync(l.r.names.KVKeySubject(l.r.bucket, l.key), l.val, jetstream.WithMsgTTL(l.r.ttl))
 }
 
 // stop ends the heartbeats and keeps the key until its TTL runs out (a
