@@ -283,6 +283,13 @@ func TestAdmissionSteerReachesTheRunningTurn(t *testing.T) {
 	session := "adm:steer"
 	slow := s.send(t, session, "slow question")
 	s.running(t, session, 1)
+	// Steer while the slow step's model call runs: after the step's first
+	// drain, so the message must join at the step's end.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := s.fake.WaitRequests(ctx, 1); err != nil {
+		t.Fatalf("the slow step's model call never came: %v", err)
+	}
 	steered := s.send(t, session, "also mention the kiwi")
 	out := s.replies(t, session, slow)
 	reqs := s.fake.Requests()
