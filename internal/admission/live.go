@@ -44,7 +44,8 @@ type live struct {
 // stalled or reconnecting watch); callers fall back to listing the keys.
 var errMirrorBehind = errors.New("turn registry mirror is behind")
 
-// mirrorWait bounds how long a snapshot waits for the mirror.
+// mirrorWait bounds how long a snapshot waits for the stream's answer and
+// then for the mirror.
 const mirrorWait = 2 * time.Second
 
 // watchLive starts the mirror; it runs until stop.
@@ -169,6 +170,8 @@ func (l *live) newest(ctx context.Context, session string) (uint64, error) {
 	body, _ := json.Marshal(struct {
 		LastBySubject string `json:"last_by_subj"`
 	}{l.pattern(session)})
+	ctx, cancel := context.WithTimeout(ctx, mirrorWait)
+	defer cancel()
 	msg, err := l.nc.RequestWithContext(ctx, l.directGet, body)
 	if err != nil {
 		return 0, fmt.Errorf("reading the turn registry of %s: %w", session, err)

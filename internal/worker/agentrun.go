@@ -158,6 +158,9 @@ func (rt *Runtime) publishDelta(subject, runID string, seq int, d llm.Delta) {
 	}
 }
 
+// lastTurnWait bounds the wait for the last-turn watermark's write.
+const lastTurnWait = 10 * time.Second
+
 // saveLastTurn records the turn's inbound sequence as the session's newest
 // finished turn (read-your-writes). The write is asynchronous: the turn's
 // flush, which comes before its reply, waits for it. A failed write is
@@ -181,10 +184,14 @@ func (rt *Runtime) saveLastTurn(t *turn, session string) {
 		if answered {
 			return nil
 		}
+		timer := time.NewTimer(lastTurnWait)
+		defer timer.Stop()
 		select {
 		case <-f.Ok():
 		case err := <-f.Err():
 			rt.log.Warn("worker.last_turn_not_saved", "session", session, "err", err)
+		case <-timer.C:
+			rt.log.Warn("worker.last_turn_not_saved", "session", session, "err", "no acknowledgement within "+lastTurnWait.String())
 		case <-ctx.Done():
 			return ctx.Err()
 		}
