@@ -96,6 +96,7 @@ type Service struct {
 	plugin hooks.Plugin
 	closer hooks.Closer // the plugin's, nil when it has none
 	micro  micro.Service
+	nc     *nats.Conn
 	trace  func(ctx context.Context, traceparent, tracestate string) context.Context
 	log    *slog.Logger
 
@@ -174,7 +175,7 @@ func (s *Service) add(nc *nats.Conn, names subjects.Names, o options) error {
 	if err != nil {
 		return fmt.Errorf("interceptor %q: %w", s.name, err)
 	}
-	s.micro = svc
+	s.micro, s.nc = svc, nc
 	g := svc.AddGroup(names.HookService(s.name), micro.WithGroupQueueGroup(s.name))
 	for _, h := range s.hooks {
 		if err := g.AddEndpoint(string(h), s.handler(h), micro.WithEndpointMetadata(map[string]string{"hook": string(h)})); err != nil {
@@ -211,6 +212,10 @@ func (s *Service) Stop(ctx context.Context) error {
 	var err error
 	if s.micro != nil {
 		err = s.micro.Stop()
+		// Stop removes the endpoints' interest; the round trip (bounded,
+		// also when ctx is done) makes sure the server has, so no request
+		// reaches a stopped service.
+		err = errors.Join(err, flush(context.WithoutCancel(ctx), s.nc))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
