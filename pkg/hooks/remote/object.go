@@ -136,28 +136,41 @@ func (p *parser) members(member func(p *parser, key []byte) error) error {
 	if p.i >= len(p.data) || p.data[p.i] != '{' {
 		return errSyntax
 	}
+	return p.elements('}', func(key []byte) error {
+		p.space()
+		return member(p, key)
+	})
+}
+
+// elements walks the object or array whose opening '{' or '[' is at i,
+// up to its closing byte, calling each once per element with the parser
+// at the element's value, which each must consume. For an object key is
+// the member name (valid only during the call); for an array it is nil.
+func (p *parser) elements(closing byte, each func(key []byte) error) error {
 	p.i++
 	p.space()
-	if p.i < len(p.data) && p.data[p.i] == '}' {
+	if p.i < len(p.data) && p.data[p.i] == closing {
 		p.i++
 		return nil
 	}
 	for {
-		p.space()
-		if p.i >= len(p.data) || p.data[p.i] != '"' {
-			return errSyntax
+		var key []byte
+		if closing == '}' {
+			p.space()
+			if p.i >= len(p.data) || p.data[p.i] != '"' {
+				return errSyntax
+			}
+			var err error
+			if key, err = p.bytes(); err != nil {
+				return err
+			}
+			p.space()
+			if p.i >= len(p.data) || p.data[p.i] != ':' {
+				return errSyntax
+			}
+			p.i++
 		}
-		key, err := p.bytes()
-		if err != nil {
-			return err
-		}
-		p.space()
-		if p.i >= len(p.data) || p.data[p.i] != ':' {
-			return errSyntax
-		}
-		p.i++
-		p.space()
-		if err := member(p, key); err != nil {
+		if err := each(key); err != nil {
 			return err
 		}
 		p.space()
@@ -167,7 +180,7 @@ func (p *parser) members(member func(p *parser, key []byte) error) error {
 		switch p.data[p.i] {
 		case ',':
 			p.i++
-		case '}':
+		case closing:
 			p.i++
 			return nil
 		default:
@@ -210,44 +223,7 @@ func (p *parser) skip(depth int) error {
 		if c == '[' {
 			closing = ']'
 		}
-		p.i++
-		p.space()
-		if p.i < len(p.data) && p.data[p.i] == closing {
-			p.i++
-			return nil
-		}
-		for {
-			if c == '{' {
-				p.space()
-				if p.i >= len(p.data) || p.data[p.i] != '"' {
-					return errSyntax
-				}
-				if err := p.skipString(); err != nil {
-					return err
-				}
-				p.space()
-				if p.i >= len(p.data) || p.data[p.i] != ':' {
-					return errSyntax
-				}
-				p.i++
-			}
-			if err := p.skip(depth); err != nil {
-				return err
-			}
-			p.space()
-			if p.i >= len(p.data) {
-				return errSyntax
-			}
-			switch p.data[p.i] {
-			case ',':
-				p.i++
-			case closing:
-				p.i++
-				return nil
-			default:
-				return errSyntax
-			}
-		}
+		return p.elements(closing, func([]byte) error { return p.skip(depth) })
 	case c == '"':
 		return p.skipString()
 	case c == '-' || c >= '0' && c <= '9':
@@ -343,46 +319,16 @@ func (p *parser) object(depth int) (map[string]any, error) {
 	if depth++; depth > maxDepth || p.i >= len(p.data) || p.data[p.i] != '{' {
 		return nil, errSyntax
 	}
-	p.i++
 	m := map[string]any{}
-	p.space()
-	if p.i < len(p.data) && p.data[p.i] == '}' {
-		p.i++
-		return m, nil
-	}
-	for {
-		p.space()
-		if p.i >= len(p.data) || p.data[p.i] != '"' {
-			return nil, errSyntax
-		}
-		k, err := p.string()
-		if err != nil {
-			return nil, err
-		}
-		p.space()
-		if p.i >= len(p.data) || p.data[p.i] != ':' {
-			return nil, errSyntax
-		}
-		p.i++
+	err := p.elements('}', func(key []byte) error {
 		v, err := p.value(depth)
-		if err != nil {
-			return nil, err
-		}
-		m[k] = v
-		p.space()
-		if p.i >= len(p.data) {
-			return nil, errSyntax
-		}
-		switch p.data[p.i] {
-		case ',':
-			p.i++
-		case '}':
-			p.i++
-			return m, nil
-		default:
-			return nil, errSyntax
-		}
+		m[string(key)] = v
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
+	return m, nil
 }
 
 // array decodes an array; data[i] is '['.
@@ -390,33 +336,16 @@ func (p *parser) array(depth int) ([]any, error) {
 	if depth++; depth > maxDepth {
 		return nil, errSyntax
 	}
-	p.i++
 	a := []any{}
-	p.space()
-	if p.i < len(p.data) && p.data[p.i] == ']' {
-		p.i++
-		return a, nil
-	}
-	for {
+	err := p.elements(']', func([]byte) error {
 		v, err := p.value(depth)
-		if err != nil {
-			return nil, err
-		}
 		a = append(a, v)
-		p.space()
-		if p.i >= len(p.data) {
-			return nil, errSyntax
-		}
-		switch p.data[p.i] {
-		case ',':
-			p.i++
-		case ']':
-			p.i++
-			return a, nil
-		default:
-			return nil, errSyntax
-		}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
+	return a, nil
 }
 
 // number decodes a number with JSON's grammar as a float64.
