@@ -177,19 +177,8 @@ func (pl *pipeline) startDistributed(ctx context.Context, withHTTP bool) error {
 	if err != nil {
 		return err
 	}
-	pl.url = m[1]
-	common := &cli.Common{Home: pl.dir, Prefix: subjects.DefaultPrefix, NATS: natsx.ClientConfig{URL: pl.url}}
-	if pl.cl, err = stack.Open(common, false, "", nil); err != nil {
-		return err
-	}
-	if pl.conn, err = pl.cl.Connect(ctx, "bench-driver"); err != nil {
-		return err
-	}
-	if err := ensureTopologies(ctx, pl.conn); err != nil {
-		return err
-	}
-	if _, err := pl.child(ctx, lblInterceptor, "interceptor", e.opts.Self,
-		[]string{"bench", "--serve", RoleInterceptor, "--nats", pl.url}, nil, readyRe); err != nil {
+	common := &cli.Common{Home: pl.dir, Prefix: subjects.DefaultPrefix, NATS: natsx.ClientConfig{URL: m[1]}}
+	if err := pl.open(ctx, common, false, ""); err != nil {
 		return err
 	}
 	if _, err := pl.child(ctx, lblRecorder, "recorder", filepath.Join(e.opts.BinDir, "recorder"), nil,
@@ -211,6 +200,24 @@ func (pl *pipeline) startDistributed(ctx context.Context, withHTTP bool) error {
 		}
 	}
 	return nil
+}
+
+// open opens the cluster (embedded or not), connects the driver, creates
+// the topologies and starts the interceptor process.
+func (pl *pipeline) open(ctx context.Context, common *cli.Common, embed bool, listen string) (err error) {
+	if pl.cl, err = stack.Open(common, embed, listen, nil); err != nil {
+		return err
+	}
+	pl.url = pl.cl.URL()
+	if pl.conn, err = pl.cl.Connect(ctx, "bench-driver"); err != nil {
+		return err
+	}
+	if err := ensureTopologies(ctx, pl.conn); err != nil {
+		return err
+	}
+	_, err = pl.child(ctx, lblInterceptor, "interceptor", pl.e.opts.Self,
+		[]string{"bench", "--serve", RoleInterceptor, "--nats", pl.url}, nil, readyRe)
+	return err
 }
 
 // ensureTopologies creates the real and the simulated streams, consumers
@@ -258,21 +265,10 @@ func (pl *pipeline) startAllInOne(ctx context.Context, withHTTP bool) error {
 	e := pl.e
 	e.progress.Show("P3 all-in-one: starting the embedded server and the services")
 	common := &cli.Common{Home: pl.dir, Prefix: subjects.DefaultPrefix}
+	if err := pl.open(ctx, common, true, "127.0.0.1:0"); err != nil {
+		return err
+	}
 	var err error
-	if pl.cl, err = stack.Open(common, true, "127.0.0.1:0", nil); err != nil {
-		return err
-	}
-	pl.url = pl.cl.URL()
-	if pl.conn, err = pl.cl.Connect(ctx, "bench-driver"); err != nil {
-		return err
-	}
-	if err := ensureTopologies(ctx, pl.conn); err != nil {
-		return err
-	}
-	if _, err := pl.child(ctx, lblInterceptor, "interceptor", e.opts.Self,
-		[]string{"bench", "--serve", RoleInterceptor, "--nats", pl.url}, nil, readyRe); err != nil {
-		return err
-	}
 	spec := stack.Services{
 		Workers:  1,
 		Worker:   workerOptions(e.cfg.workerConcurrency, pl.dir, "w"),
