@@ -125,6 +125,9 @@ type CLICommandRegistrar interface {
 type OnboardConfigInput struct {
 	// Current is a copy of the configuration collected so far.
 	Current map[string]any `json:"current_config"`
+	// Prompter asks the person onboarding for values; it answers from
+	// flags or standard input when `bub onboard` runs non-interactively.
+	Prompter Prompter `json:"-"`
 }
 
 // ConfigOnboarder implements onboard_config (startup): a configuration

@@ -72,6 +72,27 @@ type CLIApp interface {
 	AddCommand(cmd CLICommand) error
 }
 
+// Question is one value onboard_config asks for.
+type Question struct {
+	// Key is the dotted configuration key the answer is stored under
+	// (e.g. "model", "telegram.token"); non-interactive answers are given
+	// by key.
+	Key string
+	// Prompt is the text shown to the person.
+	Prompt string
+	// Default is the answer when the person just presses enter.
+	Default string
+	// Secret answers are not echoed and never printed.
+	Secret bool
+	// Choices, when set, are the suggested answers.
+	Choices []string
+}
+
+// Prompter asks questions during onboarding.
+type Prompter interface {
+	Ask(ctx context.Context, q Question) (string, error)
+}
+
 // ModelChoice is one selectable model.
 type ModelChoice struct {
 	// ID is the "provider:model" string.
