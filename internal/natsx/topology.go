@@ -38,6 +38,13 @@ type Topology struct {
 	// TurnTTL is how long a turn registry entry lives without a heartbeat
 	// (30s).
 	TurnTTL time.Duration
+	// GatewayAckWait is how long a gateway may hold an outbound message
+	// without an in-progress ack before it is redelivered; a delivery
+	// claim older than this is taken over (30s).
+	GatewayAckWait time.Duration
+	// GatewayMaxDeliver bounds outbound deliveries before dead-lettering
+	// (10).
+	GatewayMaxDeliver int
 }
 
 func (t Topology) withDefaults() Topology {
@@ -61,6 +68,10 @@ func (t Topology) withDefaults() Topology {
 	}
 	def(&t.RecorderAckWait, 30*time.Second)
 	def(&t.TurnTTL, 30*time.Second)
+	def(&t.GatewayAckWait, 30*time.Second)
+	if t.GatewayMaxDeliver == 0 {
+		t.GatewayMaxDeliver = 10
+	}
 	return t
 }
 
@@ -72,6 +83,9 @@ func (t Topology) Validate() error {
 	}
 	if t.WorkerMaxDeliver < 0 {
 		errs = append(errs, errors.New("worker max deliver must be positive"))
+	}
+	if t.GatewayMaxDeliver < 0 {
+		errs = append(errs, errors.New("gateway max deliver must be positive"))
 	}
 	return errors.Join(errs...)
 }
@@ -173,7 +187,27 @@ func (t Topology) RecorderConsumer(n subjects.Names) jetstream.ConsumerConfig {
 	}
 }
 
-// Buckets returns the KV buckets (state, turn registry).
+// GatewayConsumer is the durable pull consumer on outbound envelopes of
+// channel that every gateway instance running the channel shares (each
+// message goes to one instance). The outbound stream has limits retention
+// and keeps every reply for OutboundMaxAge, so a consumer created for the
+// first time starts with new messages (DeliverNew) instead of replaying
+// the stream's history; once it exists it resumes where it stopped.
+func (t Topology) GatewayConsumer(n subjects.Names, channel string) jetstream.ConsumerConfig {
+	t = t.withDefaults()
+	return jetstream.ConsumerConfig{
+		Durable:       n.GatewayConsumer(channel),
+		Description:   "bub gateways delivering outbound envelopes of channel " + channel + " (shared)",
+		DeliverPolicy: jetstream.DeliverNewPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       t.GatewayAckWait,
+		MaxDeliver:    t.GatewayMaxDeliver,
+		MaxAckPending: 10000,
+		FilterSubject: n.OutboundOfChannel(channel),
+	}
+}
+
+// Buckets returns the KV buckets (state, turn registry, delivery marks).
 func (t Topology) Buckets(n subjects.Names) []jetstream.KeyValueConfig {
 	t = t.withDefaults()
 	return []jetstream.KeyValueConfig{
@@ -189,6 +223,14 @@ func (t Topology) Buckets(n subjects.Names) []jetstream.KeyValueConfig {
 			Storage:        t.storage(),
 			Replicas:       t.Replicas,
 			LimitMarkerTTL: t.TurnTTL,
+		},
+		{
+			// A mark lives as long as the outbound message it marks.
+			Bucket:      n.DeliveredBucket(),
+			Description: "bub gateway delivery marks of outbound envelopes",
+			Storage:     t.storage(),
+			Replicas:    t.Replicas,
+			TTL:         t.OutboundMaxAge,
 		},
 	}
 }

@@ -3,6 +3,7 @@ package envelope
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"testing"
 )
 
@@ -94,4 +95,29 @@ func FuzzEnvelopeJSON(f *testing.F) {
 			t.Fatalf("context_str changed: %q vs %q", again.ContextStr(), env.ContextStr())
 		}
 	})
+}
+
+func TestFromBatch(t *testing.T) {
+	if _, err := FromBatch(nil); !errors.Is(err, ErrEmptyBatch) {
+		t.Fatalf("empty batch: %v, want ErrEmptyBatch", err)
+	}
+	a := &Envelope{ID: "a", Content: "hello", Media: []Media{{Type: "image", URL: "u1"}}, IsActive: true, Kind: KindNormal}
+	b := &Envelope{ID: "b", Content: "world", Kind: KindCommand}
+	c := &Envelope{ID: "c", Content: "!", Media: []Media{{Type: "audio", URL: "u2"}}, ChatID: "42"}
+	got, err := FromBatch([]*Envelope{a, b, c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Envelope{ID: "c", Content: "hello\nworld\n!", Media: []Media{{Type: "image", URL: "u1"}, {Type: "audio", URL: "u2"}}, ChatID: "42"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+	got.Media[0].URL = "changed"
+	if a.Media[0].URL != "u1" {
+		t.Fatal("the merged message shares its media slice with the batch")
+	}
+	one, _ := FromBatch([]*Envelope{b})
+	if one == b || one.Content != "world" || one.Kind != KindCommand {
+		t.Fatalf("single batch: %+v", one)
+	}
 }

@@ -160,6 +160,10 @@ func (n Names) WorkerConsumer() string { return "workers" }
 // RecorderConsumer is the recorder's durable consumer on the events stream.
 func (n Names) RecorderConsumer() string { return "recorder" }
 
+// GatewayConsumer is the durable pull consumer on the outbound stream that
+// every gateway instance running channel shares: gateway-<channel>.
+func (n Names) GatewayConsumer(channel string) string { return "gateway-" + Token(channel) }
+
 // KV bucket names.
 
 // StateBucket holds per-session state (last finished run watermark).
@@ -167,6 +171,14 @@ func (n Names) StateBucket() string { return n.under + "_state" }
 
 // TurnsBucket is the cluster-wide turn registry.
 func (n Names) TurnsBucket() string { return n.under + "_turns" }
+
+// DeliveredBucket holds the gateways' delivery marks of outbound
+// envelopes (claimed, then sent), so each outbound id is sent once.
+func (n Names) DeliveredBucket() string { return n.under + "_delivered" }
+
+// DeliveredKey is the delivered-bucket key of outbound envelope id on
+// channel: <channel>.<id>, both as tokens.
+func (n Names) DeliveredKey(channel, id string) string { return Token(channel) + "." + Token(id) }
 
 // TapeIndexBucket holds the per-tape index (committed sequence, last
 // anchor) that makes context reads O(entries since the last anchor).

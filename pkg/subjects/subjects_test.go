@@ -49,6 +49,11 @@ func TestGoldenNames(t *testing.T) {
 		{n.DLQStream(), "BUB_DLQ"},
 		{n.WorkerConsumer(), "workers"},
 		{n.RecorderConsumer(), "recorder"},
+		{n.GatewayConsumer("telegram"), "gateway-telegram"},
+		{n.GatewayConsumer("mcp.lifecycle"), "gateway-mcp_2elifecycle"},
+		{n.DeliveredBucket(), "bub_delivered"},
+		{acme.DeliveredBucket(), "acme_prod_delivered"},
+		{n.DeliveredKey("telegram", "01H/out/0"), "telegram.01H_2fout_2f0"},
 		{n.StateBucket(), "bub_state"},
 		{n.TurnsBucket(), "bub_turns"},
 		{n.TapeIndexBucket(), "bub_tape_index"},
@@ -133,7 +138,7 @@ func FuzzToken(f *testing.F) {
 // subject, stream and bucket name is built here.
 func TestNoNATSNameLiteralsOutsideThisPackage(t *testing.T) {
 	root := filepath.Join("..", "..")
-	literal := regexp.MustCompile(`^(bub|\$SRV|\$JS)\.[A-Za-z_*>]|^BUB_(INBOUND|EVENTS|TAPES|OUTBOUND|STEER|DLQ)$|^bub_(state|turns|tape_index)$`)
+	literal := regexp.MustCompile(`^(bub|\$SRV|\$JS)\.[A-Za-z_*>]|^BUB_(INBOUND|EVENTS|TAPES|OUTBOUND|STEER|DLQ)$|^bub_(state|turns|tape_index|delivered)$`)
 	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
