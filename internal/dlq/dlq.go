@@ -18,6 +18,9 @@ const (
 	ReasonUnknownType  = "unknown_type"
 	ReasonInvalid      = "invalid_envelope"
 	ReasonMaxDelivered = "max_delivered"
+	// ReasonSendFailed: a channel could not deliver an outbound envelope
+	// (it said so, or every delivery failed).
+	ReasonSendFailed = "send_failed"
 )
 
 // Writer dead-letters messages.

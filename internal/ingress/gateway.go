@@ -17,16 +17,28 @@ import (
 	"github.com/bubbus/bub/pkg/subjects"
 )
 
-// Gateway publishes inbound envelopes and collects the outbound envelopes
-// that answer them. It is the one code path by which envelopes enter the
-// system, for HTTP clients and the CLI alike.
-type Gateway struct {
-	nc     *nats.Conn
+// Publisher publishes inbound envelopes: it is the one code path by which
+// envelopes enter the system, for HTTP clients, the CLI and the channels
+// of a gateway alike.
+type Publisher struct {
 	js     jetstream.JetStream
 	names  subjects.Names
 	source string
-	log    *slog.Logger
-	sub    *nats.Subscription
+}
+
+// NewPublisher returns a publisher whose events have CloudEvents source
+// source.
+func NewPublisher(js jetstream.JetStream, names subjects.Names, source string) *Publisher {
+	return &Publisher{js: js, names: names, source: source}
+}
+
+// Gateway is a [Publisher] that also collects the outbound envelopes that
+// answer what it published (for ?wait and the CLI).
+type Gateway struct {
+	*Publisher
+	nc  *nats.Conn
+	log *slog.Logger
+	sub *nats.Subscription
 
 	mu      sync.Mutex
 	waiters map[string]*waiter // by inbound envelope id
@@ -45,7 +57,7 @@ func NewGateway(nc *nats.Conn, js jetstream.JetStream, names subjects.Names, sou
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	g := &Gateway{nc: nc, js: js, names: names, source: source, log: log, waiters: map[string]*waiter{}}
+	g := &Gateway{Publisher: NewPublisher(js, names, source), nc: nc, log: log, waiters: map[string]*waiter{}}
 	sub, err := nc.Subscribe(names.OutboundAll(), g.onOutbound)
 	if err != nil {
 		return nil, fmt.Errorf("subscribing to outbound: %w", err)
@@ -69,18 +81,18 @@ type Receipt struct {
 // Publish sends env to the inbound stream with Nats-Msg-Id = env.ID. The
 // envelope must already be valid; a retry with the same id is accepted
 // once.
-func (g *Gateway) Publish(ctx context.Context, env *envelope.Envelope) (Receipt, error) {
+func (p *Publisher) Publish(ctx context.Context, env *envelope.Envelope) (Receipt, error) {
 	if err := env.Validate(); err != nil {
 		return Receipt{}, err
 	}
 	sid := SessionHint(env)
-	subject := g.names.Inbound(env.ChannelOrDefault())
+	subject := p.names.Inbound(env.ChannelOrDefault())
 	ctx, span := telemetry.StartPublish(ctx, subject, env.ID)
 	defer span.End()
 	tp, ts := telemetry.TraceContext(ctx)
 	ev, err := events.New(events.TypeEnvelopeInbound, events.Attrs{
 		ID:          env.ID,
-		Source:      g.source,
+		Source:      p.source,
 		SessionID:   sid,
 		Traceparent: tp,
 		Tracestate:  ts,
@@ -92,7 +104,7 @@ func (g *Gateway) Publish(ctx context.Context, env *envelope.Envelope) (Receipt,
 	if err != nil {
 		return Receipt{}, err
 	}
-	ack, err := g.js.PublishMsg(ctx, msg)
+	ack, err := p.js.PublishMsg(ctx, msg)
 	if err != nil {
 		telemetry.Fail(span, err)
 		return Receipt{}, fmt.Errorf("publishing inbound envelope: %w", err)

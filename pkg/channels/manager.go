@@ -16,6 +16,11 @@ import (
 // the [Manager] runs.
 var ErrUnknownChannel = errors.New("channels: unknown channel")
 
+// ErrUndeliverable marks a [Sender] error that retrying cannot fix (the
+// chat is gone, the message is refused): the gateway dead-letters the
+// outbound envelope at once instead of redelivering it.
+var ErrUndeliverable = errors.New("channels: undeliverable")
+
 // Manager runs the selected channels of a gateway (Bub's ChannelManager
 // without admission, which the workers own): it starts them in order,
 // routes the messages they hand to [Manager.Handle] to the next handler —

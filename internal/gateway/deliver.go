@@ -1,0 +1,326 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/bubbus/bub/internal/dlq"
+	"github.com/bubbus/bub/internal/telemetry"
+	"github.com/bubbus/bub/pkg/channels"
+	"github.com/bubbus/bub/pkg/envelope"
+	"github.com/bubbus/bub/pkg/events"
+)
+
+// Delivery marks in the delivered bucket, per outbound id and channel.
+const (
+	// markClaimed: a gateway is sending it (refreshed while the send
+	// runs; older than the ack wait = its gateway died).
+	markClaimed = "claimed"
+	// markSent: the channel accepted it.
+	markSent = "sent"
+)
+
+// delivery delivers the outbound envelopes of one channel: a pull loop
+// spreading messages over lanes by subject (one session per lane keeps its
+// order), each lane sending one message at a time.
+type delivery struct {
+	g         *Gateway
+	channel   string
+	sender    channels.Sender
+	ackWait   time.Duration
+	maxDlvr   int
+	it        jetstream.MessagesContext
+	stopWatch func()
+	log       *slog.Logger
+	lanes     []chan jetstream.Msg
+	seed      maphash.Seed
+	stopping  atomic.Bool
+	wg        sync.WaitGroup
+}
+
+// deliver creates (or binds) the shared consumer of channel and starts
+// delivering its outbound envelopes with sender.
+func (g *Gateway) deliver(ctx context.Context, channel string, sender channels.Sender) (*delivery, error) {
+	o := g.o
+	cfg := o.Topology.GatewayConsumer(o.Names, channel)
+	cons, err := o.JS.CreateOrUpdateConsumer(ctx, o.Names.OutboundStream(), cfg)
+	if err != nil {
+		return nil, fmt.Errorf("ensuring consumer %s: %w", cfg.Durable, err)
+	}
+	stopWatch, err := dlq.WatchMaxDeliveries(ctx, o.NC, o.JS, o.Names, o.Names.OutboundStream(), cfg.Durable, o.Log)
+	if err != nil {
+		return nil, err
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(2*o.Concurrency), jetstream.PullExpiry(5*time.Second))
+	if err != nil {
+		stopWatch()
+		return nil, fmt.Errorf("consuming outbound of %s: %w", channel, err)
+	}
+	d := &delivery{
+		g: g, channel: channel, sender: sender,
+		ackWait: cfg.AckWait, maxDlvr: cfg.MaxDeliver,
+		it: it, stopWatch: stopWatch, seed: maphash.MakeSeed(),
+		log:   o.Log.With("channel", channel),
+		lanes: make([]chan jetstream.Msg, o.Concurrency),
+	}
+	for i := range d.lanes {
+		lane := make(chan jetstream.Msg, 4)
+		d.lanes[i] = lane
+		d.wg.Go(func() {
+			for msg := range lane {
+				d.handle(msg)
+			}
+		})
+	}
+	d.wg.Go(d.pull)
+	d.log.InfoContext(ctx, "gateway.delivering", "consumer", cfg.Durable, "filter", cfg.FilterSubject)
+	return d, nil
+}
+
+func (d *delivery) pull() {
+	defer func() {
+		for _, lane := range d.lanes {
+			close(lane)
+		}
+	}()
+	for {
+		msg, err := d.it.Next()
+		if err != nil {
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return
+			}
+			d.log.Warn("gateway.pull_error", "err", err)
+			continue
+		}
+		d.lanes[maphash.String(d.seed, msg.Subject())%uint64(len(d.lanes))] <- msg
+	}
+}
+
+// stopIntake stops pulling; messages already pulled but not yet being
+// sent are handed back.
+func (d *delivery) stopIntake() {
+	d.stopping.Store(true)
+	d.it.Drain()
+}
+
+// wait waits until the sends in flight finished; when ctx ends first it
+// cancels them (cancel) and waits for them to return.
+func (d *delivery) wait(ctx context.Context, cancel context.CancelFunc) {
+	done := make(chan struct{})
+	go func() { d.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		d.log.Warn("gateway.grace_expired", "action", "cancelling sends in flight")
+		cancel()
+		<-done
+	}
+	d.stopWatch()
+}
+
+// handle delivers one outbound message: claim its id, send, mark it sent,
+// acknowledge. Bad messages are dead-lettered; failed sends are retried
+// with backoff until the last delivery, then dead-lettered.
+func (d *delivery) handle(msg jetstream.Msg) {
+	if d.stopping.Load() {
+		_ = msg.Nak()
+		return
+	}
+	ctx := d.g.sendCtx
+	env, reason, err := decodeOutbound(msg.Headers(), msg.Data())
+	if err != nil {
+		if derr := d.g.dlq.Reject(ctx, msg, reason, err); derr != nil {
+			d.log.Error("gateway.dlq_failed", "err", derr)
+		}
+		return
+	}
+	var delivered uint64 = 1
+	if md, err := msg.Metadata(); err == nil {
+		delivered = md.NumDelivered
+	}
+	log := d.log.With("outbound", env.ID, "delivery", delivered)
+	ctx, span := telemetry.StartReceive(ctx, msg.Headers(), msg.Subject(), env.ID)
+	defer span.End()
+	key := d.g.o.Names.DeliveredKey(d.channel, env.ID)
+	c, err := d.claim(ctx, key)
+	switch {
+	case err != nil:
+		telemetry.Fail(span, err)
+		d.retry(ctx, msg, delivered, fmt.Errorf("claiming outbound %s: %w", env.ID, err), log)
+		return
+	case c.sent:
+		log.DebugContext(ctx, "gateway.already_sent")
+		d.ack(ctx, msg, log)
+		return
+	case c.busy > 0:
+		log.DebugContext(ctx, "gateway.claimed_elsewhere", "retry_in", c.busy)
+		_ = msg.NakWithDelay(c.busy)
+		return
+	}
+	lease := d.hold(msg, key, c.rev, log)
+	err = d.sender.Send(ctx, env)
+	rev := lease.release()
+	if err != nil {
+		telemetry.Fail(span, err)
+		if derr := d.g.kv.Delete(ctx, key, jetstream.LastRevision(rev)); derr != nil {
+			log.Warn("gateway.unclaim_failed", "err", derr)
+		}
+		if errors.Is(err, channels.ErrUndeliverable) {
+			d.reject(ctx, msg, err, log)
+			return
+		}
+		d.retry(ctx, msg, delivered, err, log)
+		return
+	}
+	if _, err := d.g.kv.Update(ctx, key, []byte(markSent), rev); err != nil {
+		// The claim stays and goes stale: a later copy of this id would be
+		// sent again (doc.go, "Delivery guarantee").
+		log.Warn("gateway.mark_sent_failed", "err", err)
+	}
+	d.ack(ctx, msg, log)
+}
+
+func (d *delivery) ack(ctx context.Context, msg jetstream.Msg, log *slog.Logger) {
+	if err := msg.DoubleAck(ctx); err != nil {
+		log.Warn("gateway.ack_failed", "err", err)
+	}
+}
+
+// retry hands msg back with exponential backoff, or dead-letters it on its
+// last delivery.
+func (d *delivery) retry(ctx context.Context, msg jetstream.Msg, delivered uint64, err error, log *slog.Logger) {
+	if d.maxDlvr > 0 && delivered >= uint64(d.maxDlvr) {
+		d.reject(ctx, msg, err, log)
+		return
+	}
+	delay := min(d.g.o.RetryDelay<<min(delivered-1, 16), time.Minute)
+	log.Warn("gateway.send_failed", "err", err, "retry_in", delay)
+	_ = msg.NakWithDelay(delay)
+}
+
+func (d *delivery) reject(ctx context.Context, msg jetstream.Msg, err error, log *slog.Logger) {
+	if derr := d.g.dlq.Reject(ctx, msg, dlq.ReasonSendFailed, err); derr != nil {
+		log.Error("gateway.dlq_failed", "err", derr)
+	}
+}
+
+// claimed is the outcome of a claim: the claim's revision, or the id was
+// already sent, or another gateway holds a live claim (retry after busy).
+type claimed struct {
+	rev  uint64
+	sent bool
+	busy time.Duration
+}
+
+// claim claims key for this gateway with compare-and-set: a new claim, or
+// the takeover of a claim that was not refreshed for an ack wait (its
+// gateway died).
+func (d *delivery) claim(ctx context.Context, key string) (claimed, error) {
+	for range 3 {
+		rev, err := d.g.kv.Create(ctx, key, []byte(markClaimed))
+		if err == nil {
+			return claimed{rev: rev}, nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			return claimed{}, err
+		}
+		e, err := d.g.kv.Get(ctx, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue // released meanwhile
+		}
+		if err != nil {
+			return claimed{}, err
+		}
+		if string(e.Value()) == markSent {
+			return claimed{sent: true}, nil
+		}
+		if age := time.Since(e.Created()); age < d.ackWait {
+			return claimed{busy: d.ackWait - age}, nil
+		}
+		rev, err = d.g.kv.Update(ctx, key, []byte(markClaimed), e.Revision())
+		if err == nil {
+			d.log.Warn("gateway.claim_taken_over", "key", key, "stale_for", time.Since(e.Created()))
+			return claimed{rev: rev}, nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			return claimed{}, err
+		}
+	}
+	return claimed{busy: d.g.o.RetryDelay}, nil
+}
+
+// lease keeps a claim and its message alive while the send runs: every
+// third of the ack wait it refreshes the claim (so no other gateway takes
+// it over) and sends an in-progress ack (so it is not redelivered).
+type lease struct {
+	mu      sync.Mutex
+	rev     uint64
+	stopped bool
+	t       *time.Timer
+}
+
+func (d *delivery) hold(msg jetstream.Msg, key string, rev uint64, log *slog.Logger) *lease {
+	every := max(d.ackWait/3, 10*time.Millisecond)
+	l := &lease{rev: rev}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.t = time.AfterFunc(every, func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.stopped {
+			return
+		}
+		_ = msg.InProgress()
+		ctx, cancel := context.WithTimeout(d.g.sendCtx, every)
+		defer cancel()
+		if rev, err := d.g.kv.Update(ctx, key, []byte(markClaimed), l.rev); err == nil {
+			l.rev = rev
+		} else {
+			log.Warn("gateway.claim_refresh_failed", "err", err)
+		}
+		l.t.Reset(every)
+	})
+	return l
+}
+
+// release stops refreshing and returns the claim's current revision.
+func (l *lease) release() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.stopped = true
+	l.t.Stop()
+	return l.rev
+}
+
+// decodeOutbound decodes an outbound message: a CloudEvent of type
+// dev.bub.envelope.outbound.v1 whose data is an envelope with an id (the
+// event id when the data has none). It returns the dead-letter reason with
+// the error.
+func decodeOutbound(header map[string][]string, data []byte) (*envelope.Envelope, string, error) {
+	ev, err := events.Decode(header, data)
+	if err != nil {
+		return nil, dlq.ReasonUndecodable, err
+	}
+	if ev.Type() != events.TypeEnvelopeOutbound {
+		return nil, dlq.ReasonUnknownType, fmt.Errorf("event type %q is not %s", ev.Type(), events.TypeEnvelopeOutbound)
+	}
+	var env envelope.Envelope
+	if err := events.DecodeData(ev, &env); err != nil {
+		return nil, dlq.ReasonInvalid, err
+	}
+	if env.ID == "" {
+		env.ID = ev.ID()
+	}
+	if env.ID == "" {
+		return nil, dlq.ReasonInvalid, envelope.ErrNoID
+	}
+	return &env, "", nil
+}

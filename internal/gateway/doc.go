@@ -1,0 +1,65 @@
+// Package gateway is the gateway service (catalogue §9, DESIGN §15): it
+// runs the channels plugins provide (provide_channels), publishes what
+// they receive to the inbound stream, and delivers the outbound envelopes
+// addressed to them. `bub gateway` runs one; `bub up` contains one when a
+// channel is enabled.
+//
+// Start with [Run] (or [Start] and [Gateway.Stop]) and [Options].
+//
+// # Inbound
+//
+// The channels' handler is a [channels.Manager]: messages of channels that
+// need debounce are batched per raw session id (channels.Buffer), the
+// others go at once. Each message then goes through
+// ingress.Publisher.Publish — the same path as an HTTP request — to
+// bub.inbound.<channel> with Nats-Msg-Id = its id; a message without an
+// id gets a UUIDv7 first. An invalid envelope or a failed publish is
+// returned to the channel, which decides what to do (a debounced batch's
+// failure is logged, since its channel is no longer waiting).
+//
+// Admission is not the gateway's: workers decide it (admit_message).
+//
+// # Outbound
+//
+// For every selected channel that is a [channels.Sender], the gateway
+// pulls from the durable consumer gateway-<channel> on BUB_OUTBOUND
+// filtered to bub.outbound.<channel>.* (natsx.Topology.GatewayConsumer).
+// Every gateway instance running the channel shares it, so each message
+// goes to one instance at a time. BUB_OUTBOUND has limits retention (it
+// keeps replies for OutboundMaxAge whether or not anyone consumed them),
+// so a consumer created for the first time delivers only new messages
+// (DeliverNew) rather than replaying a day of history; once created, it
+// resumes where it stopped across restarts. Ingress's ?wait reads
+// outbound envelopes over core NATS and is unaffected.
+//
+// A message is sent as follows: decode it (an undecodable message, a
+// wrong event type or invalid data is dead-lettered with its reason, see
+// internal/dlq); claim its outbound id in the delivered bucket with a
+// compare-and-set create (key <channel>.<id>); call Send while refreshing
+// the claim and sending in-progress acks every third of the ack wait;
+// mark the key "sent"; acknowledge. A message whose id is already marked
+// sent is acknowledged without sending (a second copy published under
+// another Nats-Msg-Id or after the dedupe window). A live claim of another
+// gateway makes the copy wait and come back. A failed Send releases the
+// claim and is redelivered with exponential backoff (RetryDelay, doubled
+// per delivery, at most a minute) until GatewayMaxDeliver deliveries,
+// after which it is dead-lettered as send_failed; a Send error wrapping
+// [channels.ErrUndeliverable] is dead-lettered at once. A gateway that
+// dies holding its last delivery is dead-lettered as max_delivered by the
+// advisory watcher (dlq.WatchMaxDeliveries). Marks live as long as
+// outbound messages (the bucket's TTL is OutboundMaxAge).
+//
+// # Delivery guarantee
+//
+// Each outbound id is sent at most once per channel, across restarts and
+// any number of gateway instances, except at one point: when a gateway
+// dies (or loses NATS) after the channel accepted a send and before the
+// "sent" mark is stored, its claim stops being refreshed, and once it is
+// older than the ack wait the redelivered message is claimed again and
+// sent again. There, and only there, delivery is at-least-once: one
+// message can be sent twice. Nothing is lost: a message is acknowledged
+// only after its send succeeded (or it is dead-lettered).
+//
+// Looking for the channel contract? See pkg/channels. For the HTTP API,
+// see internal/ingress.
+package gateway
