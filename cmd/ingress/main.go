@@ -7,4 +7,4 @@ import (
 	"github.com/bubbus/bub/internal/cli"
 )
 
-func main() { cli.Main(bubcmd.NewIngress) }
+func main() { cli.Main(bubcmd.Service(bubcmd.NewIngress)) }

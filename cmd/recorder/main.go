@@ -6,4 +6,4 @@ import (
 	"github.com/bubbus/bub/internal/cli"
 )
 
-func main() { cli.Main(bubcmd.NewRecorder) }
+func main() { cli.Main(bubcmd.Service(bubcmd.NewRecorder)) }

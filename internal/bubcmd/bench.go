@@ -9,10 +9,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bubbus/bub/internal/bench"
-	"github.com/bubbus/bub/internal/cli"
 )
 
-func newBench(_ cli.Getenv) *cobra.Command {
+func newBench() *cobra.Command {
 	var (
 		quick, failOnMiss bool
 		out, binDir       string

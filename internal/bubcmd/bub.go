@@ -1,13 +1,18 @@
 package bubcmd
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
-	"github.com/bubbus/bub/internal/cli"
+	"github.com/bubbus/bub/pkg/hooks"
 )
 
-// NewBub returns the bub CLI.
-func NewBub(getenv cli.Getenv) *cobra.Command {
+// NewBub returns the bub CLI of a build: Bub's own commands, registered by
+// the builtin plugin's register_cli_commands, and every command the
+// plugins register, a plugin's command shadowing a builtin one of the same
+// name (priority order).
+func NewBub(ctx context.Context, env *Env) (*cobra.Command, error) {
 	root := &cobra.Command{
 		Use:   "bub",
 		Short: "Bub: a hook-first AI agent runtime on NATS JetStream",
@@ -15,20 +20,34 @@ func NewBub(getenv cli.Getenv) *cobra.Command {
 JetStream and CloudEvents. Without --nats (or BUB_NATS_URL) every command
 uses an embedded NATS server whose data lives in the bub home directory.`,
 		SilenceUsage:  true,
-		SilenceErrors: false,
+		SilenceErrors: true,
 	}
-	root.AddCommand(
-		newRun(getenv),
-		newChat(getenv),
-		newUp(getenv),
-		newEvents(getenv),
-		newStatus(getenv),
-		newHealthcheck(getenv),
-		newTape(getenv),
-		newHooks(getenv),
-		newFakeLLM(getenv),
-		newBench(getenv),
-		newDLQ(getenv),
-	)
-	return root
+	app := &cliApp{root: root, log: env.logger()}
+	reg, err := env.startupRegistry(func(context.Context, hooks.CLIApp) error {
+		app.add(
+			newRun(env),
+			newChat(env),
+			newUp(env),
+			newEvents(env),
+			newStatus(env),
+			newHealthcheck(),
+			newTape(env),
+			newHooks(env),
+			newModels(env),
+			newFakeLLM(),
+			newBench(),
+			newDLQ(env),
+			NewWorker(env),
+			NewIngress(env),
+			NewRecorder(env),
+		)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := reg.Startup().RegisterCLICommands(ctx, hooks.RegisterCLICommandsInput{App: app}); err != nil {
+		return nil, err
+	}
+	return root, nil
 }

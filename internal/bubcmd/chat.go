@@ -21,7 +21,8 @@ import (
 	"github.com/bubbus/bub/pkg/events"
 )
 
-func newChat(getenv cli.Getenv) *cobra.Command {
+func newChat(env *Env) *cobra.Command {
+	getenv := env.Getenv
 	common := cli.Common{Quiet: true}
 	var wo stack.WorkerOptions
 	var session, chatID string
@@ -86,7 +87,7 @@ with a worker and a recorder in this process.`,
 		},
 	}
 	common.Bind(cmd.Flags(), getenv)
-	bindWorker(cmd.Flags(), &wo, getenv)
+	bindWorker(cmd.Flags(), &wo, env)
 	cmd.Flags().StringVar(&session, "session", "", "session id (default cli:<chat-id>)")
 	cmd.Flags().StringVar(&chatID, "chat-id", "local", "chat id")
 	cmd.Flags().DurationVar(&wait, "wait", 5*time.Minute, "how long to wait for each reply")

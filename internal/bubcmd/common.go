@@ -48,7 +48,8 @@ type service struct {
 
 // newServiceCommand builds the cobra command of a standalone service: the
 // common flags, validation, logging and a drained NATS connection.
-func newServiceCommand(getenv cli.Getenv, s service) *cobra.Command {
+func newServiceCommand(env *Env, s service) *cobra.Command {
+	getenv := env.Getenv
 	var common cli.Common
 	cmd := &cobra.Command{
 		Use:          s.name,

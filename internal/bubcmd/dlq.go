@@ -17,7 +17,7 @@ import (
 	"github.com/bubbus/bub/internal/dlq"
 )
 
-func newDLQ(getenv cli.Getenv) *cobra.Command {
+func newDLQ(env *Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dlq",
 		Short: "Inspect and replay dead letters (messages no service could process)",
@@ -26,11 +26,12 @@ terminated and copied to bub.dlq.<reason> (stream BUB_DLQ) with the reason,
 the error, its original subject and its original headers. list shows them;
 replay publishes them again to their original subject and removes them.`,
 	}
-	cmd.AddCommand(newDLQList(getenv), newDLQReplay(getenv))
+	cmd.AddCommand(newDLQList(env), newDLQReplay(env))
 	return cmd
 }
 
-func newDLQList(getenv cli.Getenv) *cobra.Command {
+func newDLQList(env *Env) *cobra.Command {
+	getenv := env.Getenv
 	var common cli.Common
 	var reason string
 	var asJSON bool
@@ -76,7 +77,8 @@ func printLetters(w io.Writer, letters []dlq.Letter, asJSON bool) error {
 	return tw.Flush()
 }
 
-func newDLQReplay(getenv cli.Getenv) *cobra.Command {
+func newDLQReplay(env *Env) *cobra.Command {
+	getenv := env.Getenv
 	var common cli.Common
 	var reason string
 	var ids []string

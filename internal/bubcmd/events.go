@@ -15,13 +15,14 @@ import (
 	"github.com/bubbus/bub/pkg/events"
 )
 
-func newEvents(getenv cli.Getenv) *cobra.Command {
+func newEvents(env *Env) *cobra.Command {
 	cmd := &cobra.Command{Use: "events", Short: "Watch lifecycle events"}
-	cmd.AddCommand(newEventsTail(getenv))
+	cmd.AddCommand(newEventsTail(env))
 	return cmd
 }
 
-func newEventsTail(getenv cli.Getenv) *cobra.Command {
+func newEventsTail(env *Env) *cobra.Command {
+	getenv := env.Getenv
 	common := cli.Common{Quiet: true}
 	var session, typ string
 	var asJSON bool

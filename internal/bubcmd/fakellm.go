@@ -10,11 +10,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/bubbus/bub/internal/cli"
 	"github.com/bubbus/bub/internal/fakellm"
 )
 
-func newFakeLLM(_ cli.Getenv) *cobra.Command {
+func newFakeLLM() *cobra.Command {
 	var addr, script string
 	cmd := &cobra.Command{
 		Use:   "fake-llm",

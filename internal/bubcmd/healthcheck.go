@@ -9,13 +9,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/bubbus/bub/internal/cli"
 )
 
 // newHealthcheck returns `bub healthcheck URL`, the container health probe
 // of images that have no shell or curl (the compose images are FROM
 // scratch): an HTTP GET that succeeds on a 2xx answer.
-func newHealthcheck(_ cli.Getenv) *cobra.Command {
+func newHealthcheck() *cobra.Command {
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "healthcheck URL",

@@ -21,7 +21,7 @@ func TestHealthcheck(t *testing.T) {
 		path string
 		ok   bool
 	}{{"/readyz", true}, {"/other", false}} {
-		cmd := newHealthcheck(nil)
+		cmd := newHealthcheck()
 		var out bytes.Buffer
 		cmd.SetOut(&out)
 		cmd.SetErr(&out)
@@ -34,7 +34,7 @@ func TestHealthcheck(t *testing.T) {
 			t.Errorf("%s: output %q", tt.path, out.String())
 		}
 	}
-	cmd := newHealthcheck(nil)
+	cmd := newHealthcheck()
 	cmd.SetOut(&bytes.Buffer{})
 	cmd.SetErr(&bytes.Buffer{})
 	cmd.SetArgs([]string{"http://127.0.0.1:1/healthz", "--timeout", "1s"})

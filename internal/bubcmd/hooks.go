@@ -10,7 +10,8 @@ import (
 	"github.com/bubbus/bub/internal/stack"
 )
 
-func newHooks(getenv cli.Getenv) *cobra.Command {
+func newHooks(env *Env) *cobra.Command {
+	getenv := env.Getenv
 	common := cli.Common{Quiet: true}
 	var wo stack.WorkerOptions
 	cmd := &cobra.Command{
@@ -38,6 +39,6 @@ marking the one that answers a firstresult hook first.`,
 		},
 	}
 	common.Bind(cmd.Flags(), getenv)
-	bindWorker(cmd.Flags(), &wo, getenv)
+	bindWorker(cmd.Flags(), &wo, env)
 	return cmd
 }

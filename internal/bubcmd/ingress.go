@@ -23,9 +23,10 @@ func bindIngress(fs *pflag.FlagSet, c *ingress.Config, getenv cli.Getenv) {
 }
 
 // NewIngress returns the ingress service command.
-func NewIngress(getenv cli.Getenv) *cobra.Command {
+func NewIngress(env *Env) *cobra.Command {
+	getenv := env.Getenv
 	var o stack.IngressOptions
-	return newServiceCommand(getenv, service{
+	return newServiceCommand(env, service{
 		name:   "ingress",
 		short:  "Accept envelopes over HTTP and publish them to NATS",
 		bind:   func(fs *pflag.FlagSet) { bindIngress(fs, &o.HTTP, getenv) },

@@ -15,7 +15,8 @@ import (
 	"github.com/bubbus/bub/pkg/events"
 )
 
-func newRun(getenv cli.Getenv) *cobra.Command {
+func newRun(env *Env) *cobra.Command {
+	getenv := env.Getenv
 	common := cli.Common{Quiet: true}
 	var wo stack.WorkerOptions
 	var session, channel, chatID, sender string
@@ -61,7 +62,7 @@ recorder in this process (data under --home) and stops them afterwards.`,
 		},
 	}
 	common.Bind(cmd.Flags(), getenv)
-	bindWorker(cmd.Flags(), &wo, getenv)
+	bindWorker(cmd.Flags(), &wo, env)
 	cmd.Flags().StringVar(&session, "session", "", "session id (default <channel>:<chat-id>)")
 	cmd.Flags().StringVar(&channel, "channel", "cli", "channel of the message")
 	cmd.Flags().StringVar(&chatID, "chat-id", "local", "chat id of the message")
@@ -107,7 +108,7 @@ func withStack(ctx context.Context, common *cli.Common, getenv cli.Getenv, wo st
 		svc, err := stack.StartServices(ctx, c.cluster, stack.Services{
 			Workers:  1,
 			Worker:   wo,
-			Recorder: &stack.RecorderOptions{Instance: wo.Instance},
+			Recorder: &stack.RecorderOptions{Instance: wo.Instance, Plugins: wo.Plugins},
 		}, c.log)
 		if err != nil {
 			return err

@@ -31,7 +31,8 @@ const statusTimeout = 5 * time.Second
 // the first one.
 const discoveryWait = 300 * time.Millisecond
 
-func newStatus(getenv cli.Getenv) *cobra.Command {
+func newStatus(env *Env) *cobra.Command {
+	getenv := env.Getenv
 	var common cli.Common
 	var asJSON bool
 	var recent int

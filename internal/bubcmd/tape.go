@@ -20,10 +20,10 @@ import (
 	"github.com/bubbus/bub/pkg/taperec"
 )
 
-func newTape(getenv cli.Getenv) *cobra.Command {
+func newTape(env *Env) *cobra.Command {
 	cmd := &cobra.Command{Use: "tape", Short: "Read and manage session tapes"}
 	cmd.AddCommand(
-		tapeCmd(getenv, "list", "List the sessions that have a tape", cobra.NoArgs, nil,
+		tapeCmd(env, "list", "List the sessions that have a tape", cobra.NoArgs, nil,
 			func(ctx context.Context, c *tapeClient, _ []string, w io.Writer) error {
 				names, err := c.store.List(ctx)
 				for _, n := range names {
@@ -31,8 +31,8 @@ func newTape(getenv cli.Getenv) *cobra.Command {
 				}
 				return err
 			}),
-		tapeShow(getenv),
-		tapeCmd(getenv, "info SESSION", "Summarize a tape (entries, anchors, last token usage)", cobra.ExactArgs(1), nil,
+		tapeShow(env),
+		tapeCmd(env, "info SESSION", "Summarize a tape (entries, anchors, last token usage)", cobra.ExactArgs(1), nil,
 			func(ctx context.Context, c *tapeClient, args []string, w io.Writer) error {
 				info, err := c.tape(args[0]).Info(ctx)
 				if err == nil {
@@ -40,8 +40,8 @@ func newTape(getenv cli.Getenv) *cobra.Command {
 				}
 				return err
 			}),
-		tapeSearch(getenv),
-		tapeCmd(getenv, "anchors SESSION", "List a tape's anchors", cobra.ExactArgs(1), nil,
+		tapeSearch(env),
+		tapeCmd(env, "anchors SESSION", "List a tape's anchors", cobra.ExactArgs(1), nil,
 			func(ctx context.Context, c *tapeClient, args []string, w io.Writer) error {
 				anchors, err := c.tape(args[0]).Anchors(ctx, 20)
 				if err != nil {
@@ -55,9 +55,9 @@ func newTape(getenv cli.Getenv) *cobra.Command {
 				}
 				return nil
 			}),
-		tapeHandoff(getenv),
-		tapeReset(getenv),
-		tapeCmd(getenv, "export SESSION", "Write a tape as Bub JSONL ({id, kind, payload, meta, date} per line)", cobra.ExactArgs(1), nil,
+		tapeHandoff(env),
+		tapeReset(env),
+		tapeCmd(env, "export SESSION", "Write a tape as Bub JSONL ({id, kind, payload, meta, date} per line)", cobra.ExactArgs(1), nil,
 			func(ctx context.Context, c *tapeClient, args []string, w io.Writer) error {
 				entries, err := c.store.Fetch(ctx, args[0], tape.All())
 				if err != nil {
@@ -65,7 +65,7 @@ func newTape(getenv cli.Getenv) *cobra.Command {
 				}
 				return tape.WriteJSONL(w, entries)
 			}),
-		tapeImport(getenv),
+		tapeImport(env),
 	)
 	return cmd
 }
@@ -73,7 +73,7 @@ func newTape(getenv cli.Getenv) *cobra.Command {
 // tapeClient reads tapes and asks the recorder to write them.
 type tapeClient struct {
 	*client
-	store *tape.JetStreamStore
+	store tape.Store
 }
 
 func (c *tapeClient) tape(session string) tape.Tape {
@@ -81,18 +81,17 @@ func (c *tapeClient) tape(session string) tape.Tape {
 }
 
 // tapeCmd builds a tape subcommand that runs body with a tape client.
-func tapeCmd(getenv cli.Getenv, use, short string, args cobra.PositionalArgs, flags func(*cobra.Command),
+func tapeCmd(env *Env, use, short string, args cobra.PositionalArgs, flags func(*cobra.Command),
 	body func(ctx context.Context, c *tapeClient, args []string, w io.Writer) error) *cobra.Command {
+	getenv := env.Getenv
 	common := cli.Common{Quiet: true}
 	cmd := &cobra.Command{
 		Use: use, Short: short, Args: args,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withClient(cmd.Context(), &common, getenv, func(ctx context.Context, c *client) error {
-				store, err := tape.NewJetStreamStore(ctx, c.conn.JS, c.conn.Names)
-				if err != nil {
-					return err
-				}
-				return body(ctx, &tapeClient{client: c, store: store}, args, cmd.OutOrStdout())
+				return stack.WithTapeStore(ctx, c.conn, env.Plugins, c.log, func(store tape.Store) error {
+					return body(ctx, &tapeClient{client: c, store: store}, args, cmd.OutOrStdout())
+				})
 			})
 		},
 	}
@@ -103,9 +102,9 @@ func tapeCmd(getenv cli.Getenv, use, short string, args cobra.PositionalArgs, fl
 	return cmd
 }
 
-func tapeShow(getenv cli.Getenv) *cobra.Command {
+func tapeShow(env *Env) *cobra.Command {
 	var asJSON bool
-	return tapeCmd(getenv, "show SESSION", "Print a session's tape", cobra.ExactArgs(1),
+	return tapeCmd(env, "show SESSION", "Print a session's tape", cobra.ExactArgs(1),
 		func(cmd *cobra.Command) { cmd.Flags().BoolVar(&asJSON, "json", false, "print Bub JSONL lines") },
 		func(ctx context.Context, c *tapeClient, args []string, w io.Writer) error {
 			entries, err := c.store.Fetch(ctx, args[0], tape.All())
@@ -158,9 +157,9 @@ func compact(v any) string {
 	return string(b)
 }
 
-func tapeSearch(getenv cli.Getenv) *cobra.Command {
+func tapeSearch(env *Env) *cobra.Command {
 	var s tape.Search
-	return tapeCmd(getenv, "search SESSION QUERY", "Search a tape (tape.search semantics)", cobra.ExactArgs(2),
+	return tapeCmd(env, "search SESSION QUERY", "Search a tape (tape.search semantics)", cobra.ExactArgs(2),
 		func(cmd *cobra.Command) {
 			f := cmd.Flags()
 			f.StringSliceVar(&s.Kinds, "kinds", nil, "entry kinds (default message,tool_result)")
@@ -211,9 +210,9 @@ func publishTapeEvent(ctx context.Context, c *tapeClient, session, name string, 
 	return err
 }
 
-func tapeHandoff(getenv cli.Getenv) *cobra.Command {
+func tapeHandoff(env *Env) *cobra.Command {
 	var summary string
-	return tapeCmd(getenv, "handoff SESSION NAME", "Add an anchor (later context starts after it)", cobra.ExactArgs(2),
+	return tapeCmd(env, "handoff SESSION NAME", "Add an anchor (later context starts after it)", cobra.ExactArgs(2),
 		func(cmd *cobra.Command) {
 			cmd.Flags().StringVar(&summary, "summary", "", "summary kept in the anchor state")
 		},
@@ -226,9 +225,9 @@ func tapeHandoff(getenv cli.Getenv) *cobra.Command {
 		})
 }
 
-func tapeReset(getenv cli.Getenv) *cobra.Command {
+func tapeReset(env *Env) *cobra.Command {
 	var archive bool
-	return tapeCmd(getenv, "reset SESSION", "Empty a tape (optionally archiving it first)", cobra.ExactArgs(1),
+	return tapeCmd(env, "reset SESSION", "Empty a tape (optionally archiving it first)", cobra.ExactArgs(1),
 		func(cmd *cobra.Command) { cmd.Flags().BoolVar(&archive, "archive", false, "archive the entries first") },
 		func(ctx context.Context, c *tapeClient, args []string, w io.Writer) error {
 			err := publishTapeEvent(ctx, c, args[0], taperec.EventReset, map[string]any{"archive": archive})
@@ -239,8 +238,8 @@ func tapeReset(getenv cli.Getenv) *cobra.Command {
 		})
 }
 
-func tapeImport(getenv cli.Getenv) *cobra.Command {
-	return tapeCmd(getenv, "import SESSION FILE", "Append the entries of a Bub JSONL tape file (Python Bub's format too)", cobra.ExactArgs(2), nil,
+func tapeImport(env *Env) *cobra.Command {
+	return tapeCmd(env, "import SESSION FILE", "Append the entries of a Bub JSONL tape file (Python Bub's format too)", cobra.ExactArgs(2), nil,
 		func(ctx context.Context, c *tapeClient, args []string, w io.Writer) error {
 			f, err := os.Open(args[1])
 			if err != nil {

@@ -12,7 +12,8 @@ import (
 	"github.com/bubbus/bub/internal/stack"
 )
 
-func newUp(getenv cli.Getenv) *cobra.Command {
+func newUp(env *Env) *cobra.Command {
+	getenv := env.Getenv
 	var common cli.Common
 	var wo stack.WorkerOptions
 	var ingressOpts stack.IngressOptions
@@ -73,7 +74,7 @@ serves NATS only, for running the service binaries separately.`,
 				spec.Workers, spec.Worker = workers, wo
 			}
 			if slices.Contains(want, "recorder") {
-				spec.Recorder = &stack.RecorderOptions{Instance: instance}
+				spec.Recorder = &stack.RecorderOptions{Instance: instance, Plugins: env.Plugins}
 			}
 			if slices.Contains(want, "ingress") {
 				ingressOpts.Instance = instance
@@ -95,7 +96,7 @@ serves NATS only, for running the service binaries separately.`,
 		},
 	}
 	common.Bind(cmd.Flags(), getenv)
-	bindWorker(cmd.Flags(), &wo, getenv)
+	bindWorker(cmd.Flags(), &wo, env)
 	bindIngress(cmd.Flags(), &ingressOpts.HTTP, getenv)
 	cmd.Flags().StringVar(&natsListen, "nats-listen", cli.EnvOr(getenv, "BUB_NATS_LISTEN", "127.0.0.1:4222"), "address the embedded NATS server listens on (empty = in-process only)")
 	cmd.Flags().IntVar(&workers, "workers", 1, "worker instances in this process")

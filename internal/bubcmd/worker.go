@@ -21,7 +21,10 @@ import (
 // bindWorker registers the worker flags; models come from BUB_MODEL and
 // friends (see llm.ConfigFromEnv), remote interceptors from
 // BUB_INTERCEPTORS (see loadModels).
-func bindWorker(fs *pflag.FlagSet, o *stack.WorkerOptions, getenv cli.Getenv) {
+func bindWorker(fs *pflag.FlagSet, o *stack.WorkerOptions, env *Env) {
+	getenv := env.Getenv
+	o.Plugins = env.Plugins
+	o.Channels = stack.BuiltinChannels(getenv)
 	wd, _ := os.Getwd()
 	fs.StringVar(&o.Workspace, "workspace", cli.EnvOr(getenv, "BUB_WORKSPACE", wd), "workspace directory the tools work in (env BUB_WORKSPACE)")
 	fs.IntVar(&o.Worker.Concurrency, "concurrency", envInt(getenv, "BUB_WORKER_CONCURRENCY", 256), "turns in flight per worker (env BUB_WORKER_CONCURRENCY)")
@@ -55,12 +58,13 @@ func loadModels(getenv cli.Getenv, o *stack.WorkerOptions) error {
 }
 
 // NewWorker returns the worker service command.
-func NewWorker(getenv cli.Getenv) *cobra.Command {
+func NewWorker(env *Env) *cobra.Command {
+	getenv := env.Getenv
 	var o stack.WorkerOptions
-	return newServiceCommand(getenv, service{
+	return newServiceCommand(env, service{
 		name:    "worker",
 		short:   "Run turns: consume inbound envelopes, call models and tools, publish events and replies",
-		bind:    func(fs *pflag.FlagSet) { bindWorker(fs, &o, getenv) },
+		bind:    func(fs *pflag.FlagSet) { bindWorker(fs, &o, env) },
 		prepare: func() error { return loadModels(getenv, &o) },
 		config: func() []any {
 			return []any{"models", o.Models, "workspace", o.Workspace, "interceptors", o.Interceptors}
@@ -73,9 +77,9 @@ func NewWorker(getenv cli.Getenv) *cobra.Command {
 }
 
 // NewRecorder returns the recorder service command.
-func NewRecorder(getenv cli.Getenv) *cobra.Command {
-	var o stack.RecorderOptions
-	return newServiceCommand(getenv, service{
+func NewRecorder(env *Env) *cobra.Command {
+	o := stack.RecorderOptions{Plugins: env.Plugins}
+	return newServiceCommand(env, service{
 		name:   "recorder",
 		short:  "Build tapes from lifecycle events (the only tape writer)",
 		config: func() []any { return nil },

@@ -8,19 +8,15 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"syscall"
-
-	"github.com/spf13/cobra"
 )
 
-// Main runs the command built by newCmd with os.Args, cancelling its context
-// on SIGINT or SIGTERM, and exits non-zero on error. It is the whole body of
-// every cmd/*/main.go.
-func Main(newCmd func(getenv Getenv) *cobra.Command) {
+// Main runs run with the process arguments (without the program name),
+// cancelling its context on SIGINT or SIGTERM, and exits non-zero on
+// error. It is the whole body of every main: cmd/* and pkg/app.Main.
+func Main(run func(ctx context.Context, args []string) error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	stopProfile := startCPUProfile(os.Getenv(EnvCPUProfile))
-	cmd := newCmd(os.Getenv)
-	cmd.SetArgs(os.Args[1:])
-	err := cmd.ExecuteContext(ctx)
+	err := run(ctx, os.Args[1:])
 	stop()
 	stopProfile()
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/bubbus/bub/internal/telemetry"
 	"github.com/bubbus/bub/internal/worker"
 	"github.com/bubbus/bub/pkg/agent"
+	"github.com/bubbus/bub/pkg/builtin"
 	"github.com/bubbus/bub/pkg/events"
 	"github.com/bubbus/bub/pkg/hooks"
 	"github.com/bubbus/bub/pkg/hooks/remote"
@@ -43,6 +44,9 @@ type WorkerOptions struct {
 	// CaptureContent puts prompts, responses and tool data on trace spans
 	// (BUB_OTEL_CAPTURE_CONTENT).
 	CaptureContent bool
+	// Channels returns the builtin channels (see [BuiltinChannels]); nil
+	// means none.
+	Channels func(ctx context.Context, handler hooks.MessageHandler) ([]hooks.Channel, error)
 }
 
 // NewRuntime builds a worker's turn runtime on conn.
@@ -78,6 +82,7 @@ func NewRuntime(ctx context.Context, conn *Conn, o WorkerOptions, log *slog.Logg
 		Workspace: o.Workspace,
 		Agent:     o.Agent,
 		Plugins:   plugins,
+		Channels:  o.Channels,
 		Log:       log,
 
 		CaptureContent: o.CaptureContent,
@@ -153,6 +158,10 @@ type RecorderOptions struct {
 	Recorder recorder.Config
 	Topology natsx.Topology
 	Instance string
+	// Plugins are registered after the builtin plugin, in order; the
+	// recorder writes through the store their provide_tape_store
+	// resolves (the builtin's is JetStream).
+	Plugins []hooks.Plugin
 }
 
 // RunRecorder builds tapes from lifecycle events on conn until ctx ends.
@@ -160,14 +169,48 @@ func RunRecorder(ctx context.Context, conn *Conn, o RecorderOptions, log *slog.L
 	if err := natsx.EnsureTopology(ctx, conn.JS, conn.Names, conn.topology(o.Topology)); err != nil {
 		return err
 	}
-	store, err := tape.NewJetStreamStore(ctx, conn.JS, conn.Names)
-	if err != nil {
-		return err
-	}
 	state, err := conn.JS.KeyValue(ctx, conn.Names.StateBucket())
 	if err != nil {
 		return fmt.Errorf("binding state bucket: %w", err)
 	}
-	defer observeRecorder(conn, log)()
-	return recorder.New(o.Recorder, conn.JS, conn.Names, store, state, log).Run(ctx)
+	return WithTapeStore(ctx, conn, o.Plugins, log, func(store tape.Store) error {
+		rs, ok := store.(recorder.Store)
+		if !ok {
+			return fmt.Errorf("the tape store %T cannot archive (tape.Archiver), which the recorder needs for tape.reset archive=true", store)
+		}
+		defer observeRecorder(conn, log)()
+		return recorder.New(o.Recorder, conn.JS, conn.Names, rs, state, log).Run(ctx)
+	})
+}
+
+// WithTapeStore runs body with the tape store of a runtime scope: a
+// registry of the builtin plugin (which provides JetStream) and plugins,
+// started, its scope open for the duration of body and closed after it.
+func WithTapeStore(ctx context.Context, conn *Conn, plugins []hooks.Plugin, log *slog.Logger, body func(tape.Store) error) (err error) {
+	reg := hooks.New[tape.Store, tape.Context](hooks.WithLogger(log))
+	bp, err := builtin.New(builtin.Options{Startup: builtin.Startup{
+		TapeStore: func(ctx context.Context) (tape.Store, error) { return tape.NewJetStreamStore(ctx, conn.JS, conn.Names) },
+	}})
+	if err != nil {
+		return err
+	}
+	for _, p := range append([]hooks.Plugin{bp}, plugins...) {
+		if err := reg.Register(p); err != nil {
+			return err
+		}
+	}
+	if err := reg.Start(ctx); err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, reg.Close(context.WithoutCancel(ctx))) }()
+	scope, err := reg.OpenScope(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, scope.Close(context.WithoutCancel(ctx))) }()
+	store := scope.TapeStore()
+	if store == nil {
+		return errors.New("no plugin provides a tape store (provide_tape_store)")
+	}
+	return body(store)
 }

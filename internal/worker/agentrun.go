@@ -70,10 +70,12 @@ func (rt *Runtime) prepare(t *turn, session string, state *bub.State, steer agen
 		rt:      rt,
 		bus:     bus,
 		meta:    events.Meta{State: state, RunID: runID, SessionID: session},
-		fork:    tape.NewFork(rt.o.Tapes),
+		fork:    tape.NewFork(rt.tapes),
 		session: session,
 	}
-	rtape.tape = tape.New(rtape.fork, session, tape.Context{State: state})
+	tc := rt.tapeContext
+	tc.State = state
+	rtape.tape = tape.New(rtape.fork, session, tc)
 	bus.OnEmitted(rtape.record)
 	rtape.trace = telemetry.Instrument(bus, telemetry.AgentOptions{CaptureContent: rt.o.CaptureContent})
 	agent.Plugins(bus, rt.reg, steer)
@@ -218,7 +220,7 @@ func (rt *Runtime) awaitEarlierTurns(ctx context.Context, rtape *runTape, t *tur
 	start := time.Now()
 	wctx, cancel := context.WithTimeout(ctx, rt.o.ReadYourWrites)
 	defer cancel()
-	ix, err := rt.o.Tapes.WaitWatermark(wctx, rtape.session, "inbound", want)
+	ix, err := rt.tapes.WaitWatermark(wctx, rtape.session, "inbound", want)
 	if err == nil {
 		return
 	}

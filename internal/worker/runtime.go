@@ -37,8 +37,13 @@ type RuntimeOptions struct {
 	Names subjects.Names
 	// Source is the CloudEvent source of everything the worker publishes.
 	Source string
-	// Tapes is where committed tapes are read from.
+	// Tapes is the default tape store (JetStream), what the builtin
+	// plugin's provide_tape_store answers; the runtime reads committed
+	// tapes from the store the hook resolves.
 	Tapes tape.Store
+	// Channels returns the builtin channels (the builtin's
+	// provide_channels); the runtime asks them for admission only.
+	Channels func(ctx context.Context, handler hooks.MessageHandler) ([]hooks.Channel, error)
 	// State is the per-session state bucket (switches, turn watermarks).
 	State jetstream.KeyValue
 	// Models configures the model router.
@@ -72,6 +77,12 @@ type Runtime struct {
 	// remote names the plugins that are remote interceptors (for the
 	// Remote field of hook decision events); read-only after NewRuntime.
 	remote map[string]bool
+	// scope is the runtime scope: tapes is the store provide_tape_store
+	// resolved for it, read by every turn.
+	scope *hooks.Scope[tape.Store]
+	tapes tape.Store
+	// tapeContext is what build_tape_context answered at startup.
+	tapeContext tape.Context
 }
 
 // NewRuntime assembles the hook registry (builtin first, then o.Plugins),
@@ -99,7 +110,10 @@ func NewRuntime(ctx context.Context, o RuntimeOptions) (*Runtime, error) {
 		return nil, err
 	}
 	reg := &tools.Registry{}
-	if err := toolkit.Register(reg, toolkit.Options{Shells: rt.shells}); err != nil {
+	runtimeOptions := func(ctx context.Context, session string) (hooks.RuntimeOptions, error) {
+		return rt.reg.RuntimeOptions(ctx, hooks.RuntimeOptionsInput{SessionID: session, Workspace: o.Workspace})
+	}
+	if err := toolkit.Register(reg, toolkit.Options{Shells: rt.shells, RuntimeOptions: runtimeOptions}); err != nil {
 		return nil, err
 	}
 	reg.Freeze()
@@ -108,7 +122,11 @@ func NewRuntime(ctx context.Context, o RuntimeOptions) (*Runtime, error) {
 	if rt.bridge, err = events.NewBridge(o.JS, o.Names, o.Source, events.WithTraceContext(telemetry.TraceContext)); err != nil {
 		return nil, err
 	}
-	bp, err := builtin.New(builtin.Options{Runner: rt, Outbox: rt, Switches: rt, Tools: reg})
+	bp, err := builtin.New(builtin.Options{Runner: rt, Outbox: rt, Switches: rt, Tools: reg, Startup: builtin.Startup{
+		TapeStore: func(context.Context) (tape.Store, error) { return o.Tapes, nil },
+		Channels:  o.Channels,
+		Models:    append([]string{cfg.Model}, cfg.FallbackModels...),
+	}})
 	if err != nil {
 		return nil, err
 	}
@@ -128,8 +146,43 @@ func NewRuntime(ctx context.Context, o RuntimeOptions) (*Runtime, error) {
 	if err := rt.reg.Start(ctx); err != nil {
 		return nil, err
 	}
+	if err := rt.startup(ctx, bp); err != nil {
+		return nil, errors.Join(err, rt.reg.Close(ctx))
+	}
 	rt.fw = framework.New(rt.reg, o.Workspace, o.Log)
 	return rt, nil
+}
+
+// errNoChannelIntake is what a channel gets when it hands a message to a
+// worker: channels receive in a gateway, workers only ask them for
+// admission.
+var errNoChannelIntake = errors.New("worker: channels do not receive messages in a worker (run them in a gateway)")
+
+// startup calls the startup hooks a worker uses, once: provide_channels
+// (so admit_message can delegate to the message's channel) and
+// build_tape_context, and opens the runtime scope, whose provide_tape_store
+// answer every turn reads.
+func (rt *Runtime) startup(ctx context.Context, bp *builtin.Plugin) error {
+	st := rt.reg.Startup()
+	chs, err := st.Channels(ctx, hooks.ProvideChannelsInput{Handler: func(context.Context, *envelope.Envelope) error { return errNoChannelIntake }})
+	if err != nil {
+		return err
+	}
+	bp.SetChannels(chs)
+	tc, ok, err := st.TapeContext(ctx, hooks.BuildTapeContextInput{})
+	if err != nil {
+		return err
+	}
+	if ok {
+		rt.tapeContext = tc
+	}
+	if rt.scope, err = rt.reg.OpenScope(ctx); err != nil {
+		return err
+	}
+	if rt.tapes = rt.scope.TapeStore(); rt.tapes == nil {
+		return errors.Join(errors.New("worker: no plugin provides a tape store (provide_tape_store)"), rt.scope.Close(ctx))
+	}
+	return nil
 }
 
 // Hooks returns the runtime's hook registry (for `bub hooks`).
@@ -137,7 +190,7 @@ func (rt *Runtime) Hooks() *Registry { return rt.reg }
 
 // Close stops the plugins, kills background shells and flushes the bridge.
 func (rt *Runtime) Close(ctx context.Context) error {
-	return errors.Join(rt.reg.Close(ctx), rt.shells.Close(), rt.bridge.Close(ctx))
+	return errors.Join(rt.scope.Close(ctx), rt.reg.Close(ctx), rt.shells.Close(), rt.bridge.Close(ctx))
 }
 
 // Process runs the turn of one inbound envelope. Publishing failures wrap

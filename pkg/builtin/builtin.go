@@ -43,12 +43,17 @@ type Dispatcher interface {
 	DispatchOutbound(ctx context.Context, in hooks.DispatchOutboundInput) (bool, error)
 }
 
-// Options are the plugin's collaborators. Runner and Outbox are required;
-// the rest may be nil.
+// Options are the plugin's collaborators; every field may be nil. A
+// process that runs turns (a worker) sets Runner and Outbox; without them
+// run_model_stream and dispatch_outbound fail with [ErrNoRuntime], which
+// is right for processes that only use the startup hooks (the CLI, the
+// recorder, the gateway).
 type Options struct {
 	Runner   Runner
 	Outbox   Outbox
 	Switches Switches
+	// Startup are the collaborators of the startup and scope hooks.
+	Startup Startup
 	// Tools lists the tools for unknown-tool recovery.
 	Tools *tools.Registry
 	// Dispatch is set after the registry exists (see [Plugin.SetDispatcher]).
@@ -60,6 +65,8 @@ type Options struct {
 // Plugin is the builtin plugin.
 type Plugin struct {
 	o Options
+	// admitters is set by SetChannels.
+	admitters admitterMap
 }
 
 // Compile-time guards: the hooks the builtin implements.
@@ -77,22 +84,19 @@ var (
 	_ hooks.PromptContinuer     = (*Plugin)(nil)
 )
 
+// ErrNoRuntime is the error of the turn hooks that need a runner or an
+// outbox in a process that has none.
+var ErrNoRuntime = errors.New("builtin: this process runs no turns")
+
 // New returns the builtin plugin.
 func New(o Options) (*Plugin, error) {
-	var errs []error
-	if o.Runner == nil {
-		errs = append(errs, errors.New("builtin: a runner is required"))
-	}
-	if o.Outbox == nil {
-		errs = append(errs, errors.New("builtin: an outbox is required"))
-	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
 	if o.Tools == nil {
 		o.Tools = &tools.Registry{}
 	}
-	return &Plugin{o: o}, errors.Join(errs...)
+	return &Plugin{o: o}, nil
 }
 
 // SetDispatcher gives on_error the registry to dispatch error envelopes
@@ -223,6 +227,9 @@ func AudioFormat(mime string) string {
 
 // RunModelStream runs the agent.
 func (p *Plugin) RunModelStream(ctx context.Context, in hooks.RunModelInput) (hooks.Stream, bool, error) {
+	if p.o.Runner == nil {
+		return nil, false, ErrNoRuntime
+	}
 	s, err := p.o.Runner.RunAgent(ctx, in)
 	return s, err == nil, err
 }
@@ -253,6 +260,9 @@ func orDefault(s, def string) string {
 
 // DispatchOutbound sends the envelope through the outbox.
 func (p *Plugin) DispatchOutbound(ctx context.Context, in hooks.DispatchOutboundInput) (bool, error) {
+	if p.o.Outbox == nil {
+		return false, ErrNoRuntime
+	}
 	if err := p.o.Outbox.Send(ctx, in.Message); err != nil {
 		return false, err
 	}

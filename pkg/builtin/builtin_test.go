@@ -84,13 +84,16 @@ func newPlugin(t *testing.T, o builtin.Options) *builtin.Plugin {
 	return p
 }
 
-func TestNewRequiresRunnerAndOutbox(t *testing.T) {
-	_, err := builtin.New(builtin.Options{})
-	if err == nil || !strings.Contains(err.Error(), "runner") || !strings.Contains(err.Error(), "outbox") {
-		t.Errorf("New(zero options) error = %v, want one naming the runner and the outbox", err)
-	}
-	if p := newPlugin(t, builtin.Options{}); p.Name() != builtin.Name || builtin.Name != "builtin" {
+func TestWithoutRuntime(t *testing.T) {
+	p := newPlugin(t, builtin.Options{})
+	if p.Name() != builtin.Name || builtin.Name != "builtin" {
 		t.Errorf("name = %q, want builtin", p.Name())
+	}
+	if _, ok, err := p.RunModelStream(context.Background(), hooks.RunModelInput{}); ok || !errors.Is(err, builtin.ErrNoRuntime) {
+		t.Errorf("RunModelStream without a runner = ok %v, %v; want ErrNoRuntime", ok, err)
+	}
+	if sent, err := p.DispatchOutbound(context.Background(), hooks.DispatchOutboundInput{Message: &envelope.Envelope{ID: "x"}}); sent || !errors.Is(err, builtin.ErrNoRuntime) {
+		t.Errorf("DispatchOutbound without an outbox = %v, %v; want ErrNoRuntime", sent, err)
 	}
 }
 

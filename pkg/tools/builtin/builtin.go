@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/bubbus/bub/pkg/hooks"
 	"github.com/bubbus/bub/pkg/tools"
 )
 
@@ -23,9 +24,17 @@ type Options struct {
 	// shells: stopping the session's other tasks (Bub's
 	// quit_via_channel_router). Nil means there is nothing more to stop.
 	Quit func(ctx context.Context, sessionID string) error
+	// RuntimeOptions returns what provide_runtime_options offers for a
+	// session; `,model` without a model lists it. Nil means `,model`
+	// always needs a model.
+	RuntimeOptions RuntimeOptions
 
 	registry *tools.Registry // set by Register, for the subagent tool
 }
+
+// RuntimeOptions returns the runtime choices of a session (the hook
+// registry's provide_runtime_options).
+type RuntimeOptions func(ctx context.Context, sessionID string) (hooks.RuntimeOptions, error)
 
 // toolsets lists the builtin tool groups, one per file. A group added in
 // its own file (tape.*, skill, subagent, spill.read) is one more entry.

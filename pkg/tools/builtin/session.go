@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/bubbus/bub/pkg/bub"
+	"github.com/bubbus/bub/pkg/hooks"
 	"github.com/bubbus/bub/pkg/tools"
 )
 
@@ -45,10 +46,13 @@ func sessionTools(opts Options) []tools.Tool {
 		},
 		withParams(tools.Tool{
 			Name:            "model",
-			Description:     "Switch the model for this session from the next turn on. Invoke as ,model <provider:model>.",
+			Description:     "Switch the model for this session from the next turn on. Invoke as ,model <provider:model>; without a model it lists the models the plugins offer.",
 			Hidden:          true,
 			RequiresContext: true,
 			Handler: func(ctx context.Context, tc *tools.Context, args map[string]any) (any, error) {
+				if strings.TrimSpace(stringArg(args, "model_id")) == "" && opts.RuntimeOptions != nil {
+					return listModels(ctx, tc, opts.RuntimeOptions)
+				}
 				id, err := setState(ctx, tc, bub.StateModel, "model_id", "model_switch", "model", args)
 				if err != nil {
 					return nil, err
@@ -56,7 +60,7 @@ func sessionTools(opts Options) []tools.Tool {
 				return "Session model set to " + id + " (applies from the next turn).", nil
 			},
 		},
-			param{name: "model_id", typ: "string", description: "A provider:model string, e.g. openai:gpt-4o.", required: true},
+			param{name: "model_id", typ: "string", description: "A provider:model string, e.g. openai:gpt-4o; empty lists the models on offer."},
 		),
 		withParams(tools.Tool{
 			Name:            "reasoning_effort",
@@ -109,4 +113,48 @@ func setState(ctx context.Context, tc *tools.Context, key, arg, event, field str
 		}
 	}
 	return v, nil
+}
+
+// listModels renders the models provide_runtime_options offers, in
+// priority order, marking the session's current one (its switch, else
+// the suggested current model).
+func listModels(ctx context.Context, tc *tools.Context, options RuntimeOptions) (string, error) {
+	opts, err := options(ctx, tc.Session())
+	if err != nil {
+		return "", err
+	}
+	current := opts.Current
+	if tc.State != nil {
+		if m := tc.State.String(bub.StateModel); m != "" {
+			current = m
+		}
+	}
+	return FormatModels(opts.Models, current), nil
+}
+
+// FormatModels renders model choices one per line, "* " marking current
+// and "  " the others, each with its description when it has one; no
+// choices → "(no models offered)".
+func FormatModels(models []hooks.ModelChoice, current string) string {
+	if len(models) == 0 {
+		return "(no models offered)"
+	}
+	var b strings.Builder
+	for i, m := range models {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		mark := "  "
+		if m.ID == current {
+			mark = "* "
+		}
+		b.WriteString(mark + m.ID)
+		if m.Name != "" && m.Name != m.ID {
+			b.WriteString(" (" + m.Name + ")")
+		}
+		if m.Description != "" {
+			b.WriteString(": " + m.Description)
+		}
+	}
+	return b.String()
 }

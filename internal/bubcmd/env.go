@@ -1,0 +1,97 @@
+package bubcmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/bubbus/bub/internal/cli"
+	"github.com/bubbus/bub/internal/stack"
+	"github.com/bubbus/bub/pkg/builtin"
+	"github.com/bubbus/bub/pkg/hooks"
+	"github.com/bubbus/bub/pkg/llm"
+	"github.com/bubbus/bub/pkg/tape"
+)
+
+// Env is what every command is built from: the environment (flags take
+// their defaults from it) and the plugins of this build, registered after
+// the builtin plugin in order, so the last has the highest priority.
+type Env struct {
+	Getenv  cli.Getenv
+	Plugins []hooks.Plugin
+	// Log receives the startup hooks' warnings (nil = stderr at warn).
+	Log *slog.Logger
+}
+
+func (env *Env) logger() *slog.Logger {
+	if env.Log != nil {
+		return env.Log
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// startupRegistry returns a registry of the builtin plugin and the
+// plugins for the startup hooks a command calls (register_cli_commands,
+// onboard_config, provide_runtime_options, provide_channels). Nothing is
+// started: startup hooks run on constructed plugins, as in Bub.
+func (env *Env) startupRegistry(commands func(context.Context, hooks.CLIApp) error) (*hooks.Registry[tape.Store, tape.Context], error) {
+	st := builtin.Startup{Commands: commands, Channels: stack.BuiltinChannels(env.Getenv)}
+	if cfg, err := llm.ConfigFromEnv(env.Getenv); err == nil {
+		cfg = cfg.WithDefaults()
+		st.Models = append([]string{cfg.Model}, cfg.FallbackModels...)
+	}
+	bp, err := builtin.New(builtin.Options{Startup: st})
+	if err != nil {
+		return nil, err
+	}
+	reg := hooks.New[tape.Store, tape.Context](hooks.WithLogger(env.logger()))
+	for _, p := range append([]hooks.Plugin{bp}, env.Plugins...) {
+		if err := reg.Register(p); err != nil {
+			return nil, err
+		}
+	}
+	return reg, nil
+}
+
+// cliApp is the CLI application register_cli_commands adds commands to:
+// the root command. A name already taken keeps its first command, which
+// belongs to the higher-priority plugin (implementations run in priority
+// order); the later one is skipped with a warning.
+type cliApp struct {
+	root *cobra.Command
+	log  *slog.Logger
+}
+
+// AddCommand implements hooks.CLIApp.
+func (a *cliApp) AddCommand(c hooks.CLICommand) error {
+	if c.Run == nil {
+		return fmt.Errorf("command %q has no Run", c.Use)
+	}
+	run := c.Run
+	cmd := &cobra.Command{
+		Use: c.Use, Short: c.Short, Long: c.Long, Hidden: c.Hidden,
+		RunE: func(cmd *cobra.Command, args []string) error { return run(cmd.Context(), args) },
+	}
+	if c.Flags != nil {
+		cmd.Flags().AddGoFlagSet(c.Flags)
+	}
+	if cmd.Name() == "" {
+		return errors.New("a command needs a name (CLICommand.Use)")
+	}
+	a.add(cmd)
+	return nil
+}
+
+func (a *cliApp) add(cmds ...*cobra.Command) {
+	for _, cmd := range cmds {
+		if taken, _, err := a.root.Find([]string{cmd.Name()}); err == nil && taken != a.root {
+			a.log.Warn("cli.command_shadowed", "command", cmd.Name())
+			continue
+		}
+		a.root.AddCommand(cmd)
+	}
+}
