@@ -40,6 +40,7 @@ uses an embedded NATS server whose data lives in the bub home directory.`,
 			NewWorker(env),
 			NewIngress(env),
 			NewRecorder(env),
+			NewGateway(env),
 		)
 		return nil
 	})

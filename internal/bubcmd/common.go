@@ -33,13 +33,13 @@ func runService(ctx context.Context, common *cli.Common, name string, log *slog.
 }
 
 // service describes one standalone service command (ingress, worker,
-// recorder).
+// recorder, gateway).
 type service struct {
 	name, short string
 	// bind registers the service's own flags.
 	bind func(fs *pflag.FlagSet)
 	// prepare finishes the configuration before connecting (may be nil).
-	prepare func() error
+	prepare func(ctx context.Context) error
 	// config is logged once at start (secrets redacted by LogValue).
 	config func() []any
 	// run serves on conn until ctx ends.
@@ -61,7 +61,7 @@ func newServiceCommand(env *Env, s service) *cobra.Command {
 				return err
 			}
 			if s.prepare != nil {
-				if err := s.prepare(); err != nil {
+				if err := s.prepare(cmd.Context()); err != nil {
 					return err
 				}
 			}

@@ -1,6 +1,8 @@
 package bubcmd
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -8,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bubbus/bub/internal/cli"
+	"github.com/bubbus/bub/internal/gateway"
 	"github.com/bubbus/bub/internal/natsx"
 	"github.com/bubbus/bub/internal/stack"
 )
@@ -19,13 +22,16 @@ func newUp(env *Env) *cobra.Command {
 	var ingressOpts stack.IngressOptions
 	var natsListen, services string
 	var workers int
+	var gf gatewayFlags
 	cmd := &cobra.Command{
 		Use:   "up",
-		Short: "Serve ingress, workers and the recorder in one process until interrupted",
+		Short: "Serve ingress, workers, the recorder and the gateway in one process until interrupted",
 		Long: `Starts the embedded NATS server (JetStream data under --home; clients may
 connect on --nats-listen) and the services in this process, each over its
 own connection exactly as separate processes would. --services= (empty)
-serves NATS only, for running the service binaries separately.`,
+serves NATS only, for running the service binaries separately. The
+gateway runs when a channel other than http (served by ingress) and cli
+(served by bub chat) is enabled (--enable-channel, BUB_ENABLED_CHANNELS).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := common.Validate(); err != nil {
@@ -36,8 +42,15 @@ serves NATS only, for running the service binaries separately.`,
 			}
 			want := splitList(services)
 			for _, s := range want {
-				if !slices.Contains([]string{"ingress", "worker", "recorder"}, s) {
-					return fmt.Errorf("unknown service %q: want ingress, worker, recorder", s)
+				if !slices.Contains([]string{"ingress", "worker", "recorder", "gateway"}, s) {
+					return fmt.Errorf("unknown service %q: want ingress, worker, recorder, gateway", s)
+				}
+			}
+			var gatewayOpts *stack.GatewayOptions
+			if slices.Contains(want, "gateway") {
+				var err error
+				if gatewayOpts, err = upGateway(cmd.Context(), env, &gf); err != nil {
+					return err
 				}
 			}
 			log := common.Logger(cmd.ErrOrStderr())
@@ -80,6 +93,10 @@ serves NATS only, for running the service binaries separately.`,
 				ingressOpts.Instance = instance
 				spec.Ingress = &ingressOpts
 			}
+			if gatewayOpts != nil {
+				gatewayOpts.Instance = instance
+				spec.Gateway = gatewayOpts
+			}
 			svc, err := stack.StartServices(ctx, cl, spec, log)
 			if err != nil {
 				return err
@@ -89,7 +106,7 @@ serves NATS only, for running the service binaries separately.`,
 			if spec.Ingress != nil {
 				fmt.Fprintf(out, "bub up: http http://%s (POST /v1/messages)\n", svc.HTTPAddr())
 			}
-			fmt.Fprintf(out, "bub up: %d worker(s), recorder %v; Ctrl-C to stop\n", spec.Workers, spec.Recorder != nil)
+			fmt.Fprintf(out, "bub up: %d worker(s), recorder %v, gateway %v; Ctrl-C to stop\n", spec.Workers, spec.Recorder != nil, spec.Gateway != nil)
 			<-ctx.Done()
 			fmt.Fprintln(out, "bub up: draining")
 			return svc.Stop()
@@ -100,8 +117,26 @@ serves NATS only, for running the service binaries separately.`,
 	bindIngress(cmd.Flags(), &ingressOpts.HTTP, getenv)
 	cmd.Flags().StringVar(&natsListen, "nats-listen", cli.EnvOr(getenv, "BUB_NATS_LISTEN", "127.0.0.1:4222"), "address the embedded NATS server listens on (empty = in-process only)")
 	cmd.Flags().IntVar(&workers, "workers", 1, "worker instances in this process")
-	cmd.Flags().StringVar(&services, "services", "ingress,worker,recorder", "services to run (comma list; empty = NATS only)")
+	gf.bind(cmd.Flags(), getenv)
+	cmd.Flags().StringVar(&services, "services", "ingress,worker,recorder,gateway", "services to run (comma list; empty = NATS only); the gateway runs only when a channel besides http and cli is enabled")
 	return cmd
+}
+
+// upGateway returns the gateway of `bub up`, or nil when no enabled
+// channel needs one (only http and cli, or nothing, is enabled).
+func upGateway(ctx context.Context, env *Env, gf *gatewayFlags) (*stack.GatewayOptions, error) {
+	o, err := gf.options(env)
+	if err != nil {
+		return nil, err
+	}
+	selected, err := gateway.Selected(ctx, o.Channels, o.Enabled)
+	if errors.Is(err, gateway.ErrNoChannels) || (err == nil && len(transportChannels(selected)) == 0) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &o, nil
 }
 
 func splitList(s string) []string {

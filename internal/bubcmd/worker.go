@@ -65,7 +65,7 @@ func NewWorker(env *Env) *cobra.Command {
 		name:    "worker",
 		short:   "Run turns: consume inbound envelopes, call models and tools, publish events and replies",
 		bind:    func(fs *pflag.FlagSet) { bindWorker(fs, &o, env) },
-		prepare: func() error { return loadModels(getenv, &o) },
+		prepare: func(context.Context) error { return loadModels(getenv, &o) },
 		config: func() []any {
 			return []any{"models", o.Models, "workspace", o.Workspace, "interceptors", o.Interceptors}
 		},

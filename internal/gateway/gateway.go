@@ -149,17 +149,9 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	provided, err := o.Channels(ctx, g.mgr.Handle)
-	if err != nil {
-		return nil, fmt.Errorf("providing channels: %w", err)
-	}
-	all, err := channels.FromHooks(provided)
+	selected, err := selectChannels(ctx, o.Channels, g.mgr.Handle, o.Enabled)
 	if err != nil {
 		return nil, err
-	}
-	selected := channels.Select(all, o.Enabled)
-	if len(selected) == 0 {
-		return nil, ErrNoChannels
 	}
 	g.sendCtx, g.cancelSend = context.WithCancel(context.WithoutCancel(ctx))
 	if err := g.mgr.Start(ctx, selected); err != nil {
@@ -181,6 +173,32 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 	}
 	o.Log.InfoContext(ctx, "gateway.started", "channels", names, "delivering", len(g.deliveries))
 	return g, nil
+}
+
+// Selected returns the channels a gateway with provider p and enabled
+// list enabled would run, or [ErrNoChannels]: a check before connecting
+// (provide_channels only constructs channels). Messages handed to the
+// channels it returns are refused.
+func Selected(ctx context.Context, p Provider, enabled string) ([]channels.Channel, error) {
+	return selectChannels(ctx, p, func(context.Context, *envelope.Envelope) error { return errNotRunning }, enabled)
+}
+
+var errNotRunning = errors.New("gateway: not running")
+
+func selectChannels(ctx context.Context, p Provider, handler hooks.MessageHandler, enabled string) ([]channels.Channel, error) {
+	provided, err := p(ctx, handler)
+	if err != nil {
+		return nil, fmt.Errorf("providing channels: %w", err)
+	}
+	all, err := channels.FromHooks(provided)
+	if err != nil {
+		return nil, err
+	}
+	selected := channels.Select(all, enabled)
+	if len(selected) == 0 {
+		return nil, ErrNoChannels
+	}
+	return selected, nil
 }
 
 // Manager returns the manager running the gateway's channels.

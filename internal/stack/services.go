@@ -19,6 +19,8 @@ type Services struct {
 	Worker  WorkerOptions
 	// Recorder, when set, runs the recorder.
 	Recorder *RecorderOptions
+	// Gateway, when set, runs the gateway (its channels).
+	Gateway *GatewayOptions
 }
 
 // Running is a set of services started by [StartServices].
@@ -68,6 +70,12 @@ func StartServices(ctx context.Context, cl *Cluster, spec Services, log *slog.Lo
 		o.Instance = fmt.Sprintf("%s-w%d", o.Instance, i)
 		err = errors.Join(err, start("worker", func(ctx context.Context, c *Conn) error {
 			return RunWorker(ctx, c, o, log.With("service", "worker", "worker", i))
+		}))
+	}
+	if spec.Gateway != nil {
+		o := *spec.Gateway
+		err = errors.Join(err, start("gateway", func(ctx context.Context, c *Conn) error {
+			return RunGateway(ctx, c, o, log.With("service", "gateway"))
 		}))
 	}
 	if spec.Ingress != nil {

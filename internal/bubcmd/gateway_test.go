@@ -1,0 +1,164 @@
+package bubcmd
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bubbus/bub/internal/gateway"
+	"github.com/bubbus/bub/internal/natstest"
+	"github.com/bubbus/bub/pkg/envelope"
+	"github.com/bubbus/bub/pkg/hooks"
+)
+
+// chatPlugin provides the "chat" channel, a channel with a transport of
+// its own, as a user's plugin would.
+type chatPlugin struct {
+	mu      sync.Mutex
+	running *chatChannel // the channel a gateway started
+	sent    []*envelope.Envelope
+}
+
+func (*chatPlugin) Name() string { return "chat-plugin" }
+
+func (p *chatPlugin) ProvideChannels(_ context.Context, in hooks.ProvideChannelsInput) ([]hooks.Channel, error) {
+	return []hooks.Channel{&chatChannel{p: p, handler: in.Handler}}, nil
+}
+
+func (p *chatPlugin) started() *chatChannel {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.running
+}
+
+func (p *chatPlugin) replies() []*envelope.Envelope {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]*envelope.Envelope(nil), p.sent...)
+}
+
+type chatChannel struct {
+	p       *chatPlugin
+	handler hooks.MessageHandler
+}
+
+func (*chatChannel) Name() string { return "chat" }
+
+func (c *chatChannel) Start(context.Context) error {
+	c.p.mu.Lock()
+	defer c.p.mu.Unlock()
+	c.p.running = c
+	return nil
+}
+
+func (c *chatChannel) Stop(context.Context) error {
+	c.p.mu.Lock()
+	defer c.p.mu.Unlock()
+	c.p.running = nil
+	return nil
+}
+
+func (c *chatChannel) Send(_ context.Context, msg *envelope.Envelope) error {
+	c.p.mu.Lock()
+	defer c.p.mu.Unlock()
+	c.p.sent = append(c.p.sent, msg)
+	return nil
+}
+
+func testEnv(vars map[string]string, plugins ...hooks.Plugin) *Env {
+	return &Env{Getenv: func(k string) string { return vars[k] }, Plugins: plugins}
+}
+
+// TestUpRunsAPluginChannel: `bub up` with a plugin's channel enabled runs
+// the gateway; a message the channel receives is answered by a worker and
+// the reply delivered by the channel's Send.
+func TestUpRunsAPluginChannel(t *testing.T) {
+	p := &chatPlugin{}
+	env := testEnv(map[string]string{"BUB_HOME": t.TempDir(), "BUB_MODEL": "echo:echo"}, p)
+	cmd := newUp(env)
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs([]string{"--nats-listen", "", "--http", "127.0.0.1:0", "--enable-channel", "chat", "--log-level", "warn"})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("bub up: %v\n%s", err, out.String())
+		}
+	}()
+	natstest.Eventually(t, 20*time.Second, func() (bool, string) {
+		return p.started() != nil, "the chat channel did not start"
+	})
+	msg := &envelope.Envelope{Content: "hello gateway", Channel: "chat", ChatID: "room"}
+	// The worker may still be binding its consumer; the inbound stream
+	// keeps the message meanwhile.
+	if err := p.started().handler(t.Context(), msg); err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, 20*time.Second, func() (bool, string) {
+		for _, r := range p.replies() {
+			if r.InReplyTo == msg.ID {
+				return true, ""
+			}
+		}
+		return false, "no reply sent on the chat channel"
+	})
+	if n := len(p.replies()); n != 1 {
+		t.Fatalf("%d replies sent, want 1", n)
+	}
+}
+
+// TestUpWithoutTransportChannelsRunsNoGateway: with only the builtin
+// channels (http, cli) enabled, `bub up` runs no gateway.
+func TestUpWithoutTransportChannelsRunsNoGateway(t *testing.T) {
+	for _, enabled := range []string{"all", "", "nope"} {
+		o, err := upGateway(t.Context(), testEnv(map[string]string{}), &gatewayFlags{enabled: []string{enabled}})
+		if err != nil || o != nil {
+			t.Fatalf("enabled %q: gateway %+v, %v; want none", enabled, o, err)
+		}
+	}
+	o, err := upGateway(t.Context(), testEnv(map[string]string{}, &chatPlugin{}), &gatewayFlags{enabled: []string{"all"}})
+	if err != nil || o == nil || o.Enabled != "all" {
+		t.Fatalf("with a chat channel: %+v, %v", o, err)
+	}
+}
+
+// TestGatewayWithNoChannelsFails is behaviour check 88: nothing enabled
+// fails before connecting, with Bub's message.
+func TestGatewayWithNoChannelsFails(t *testing.T) {
+	cmd := NewGateway(testEnv(map[string]string{"BUB_HOME": t.TempDir()}))
+	cmd.SetArgs([]string{"--enable-channel", ""})
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	err := cmd.ExecuteContext(t.Context())
+	if !errors.Is(err, gateway.ErrNoChannels) || !strings.HasPrefix(err.Error(), "No channels are enabled.") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestBufferFromEnv(t *testing.T) {
+	c, err := bufferFromEnv(func(k string) string {
+		return map[string]string{"BUB_DEBOUNCE_SECONDS": "0.5", "BUB_MAX_WAIT_SECONDS": "3", "BUB_ACTIVE_TIME_WINDOW": "120"}[k]
+	})
+	if err != nil || c.Debounce != 500*time.Millisecond || c.MaxWait != 3*time.Second || c.ActiveWindow != 2*time.Minute {
+		t.Fatalf("%+v, %v", c, err)
+	}
+	for _, bad := range []string{"x", "-1", "0"} {
+		if _, err := bufferFromEnv(func(k string) string {
+			if k == "BUB_MAX_WAIT_SECONDS" {
+				return bad
+			}
+			return ""
+		}); err == nil || !strings.Contains(err.Error(), "BUB_MAX_WAIT_SECONDS") {
+			t.Fatalf("%q: %v", bad, err)
+		}
+	}
+}

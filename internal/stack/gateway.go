@@ -1,0 +1,44 @@
+package stack
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/bubbus/bub/internal/gateway"
+	"github.com/bubbus/bub/internal/natsx"
+	"github.com/bubbus/bub/pkg/channels"
+	"github.com/bubbus/bub/pkg/events"
+)
+
+// GatewayOptions configures [RunGateway].
+type GatewayOptions struct {
+	Topology natsx.Topology
+	Instance string
+	// Enabled is the comma list of enabled channels (see channels.Select).
+	Enabled string
+	// Channels provides the channels (the startup registry's
+	// provide_channels).
+	Channels gateway.Provider
+	// Buffer configures debounce.
+	Buffer channels.BufferConfig
+	// ShutdownGrace bounds the sends in flight at shutdown (10s).
+	ShutdownGrace time.Duration
+}
+
+// RunGateway runs the gateway on conn until ctx ends, then drains it.
+func RunGateway(ctx context.Context, conn *Conn, o GatewayOptions, log *slog.Logger) error {
+	topo := conn.topology(o.Topology)
+	if err := natsx.EnsureTopology(ctx, conn.JS, conn.Names, topo); err != nil {
+		return err
+	}
+	return gateway.Run(ctx, gateway.Options{
+		NC: conn.NC, JS: conn.JS, Names: conn.Names, Topology: topo,
+		Source:        events.Source("gateway", o.Instance),
+		Enabled:       o.Enabled,
+		Channels:      o.Channels,
+		Buffer:        o.Buffer,
+		ShutdownGrace: o.ShutdownGrace,
+		Log:           log,
+	})
+}
