@@ -40,7 +40,8 @@
 // mark the key "sent"; acknowledge. A message whose id is already marked
 // sent is acknowledged without sending (a second copy published under
 // another Nats-Msg-Id or after the dedupe window). A live claim of another
-// gateway makes the copy wait and come back. A failed Send releases the
+// gateway makes the copy wait and come back (a copy that finds a live
+// claim GatewayMaxDeliver times is a duplicate and is dead-lettered). A failed Send releases the
 // claim and is redelivered with exponential backoff (RetryDelay, doubled
 // per delivery, at most a minute) until GatewayMaxDeliver deliveries,
 // after which it is dead-lettered as send_failed; a Send error wrapping

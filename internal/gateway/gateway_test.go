@@ -514,3 +514,137 @@ func TestBadOutboundIsDeadLettered(t *testing.T) {
 		return ok && ch.sentCount("good") == 1, why
 	})
 }
+
+// debounced is a channel that asks for debounce.
+type debounced struct{ *sendChannel }
+
+func (debounced) NeedsDebounce() bool { return true }
+
+func TestDebouncedMessagesArePublishedMerged(t *testing.T) {
+	e := setup(t, natsx.Topology{})
+	ch := debounced{newSendChannel("tg")}
+	p := func(_ context.Context, h hooks.MessageHandler) ([]hooks.Channel, error) {
+		ch.handler = h
+		return []hooks.Channel{ch}, nil
+	}
+	e.start(t, gateway.Options{Channels: p}) // default debounce: 1s
+	for i, text := range []string{"first", "second"} {
+		m := &envelope.Envelope{ID: fmt.Sprintf("m%d", i), Content: text, Channel: "tg", ChatID: "1", IsActive: true}
+		if err := ch.handler(t.Context(), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := e.js.Stream(t.Context(), e.names.InboundStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw *jetstream.RawStreamMsg
+	natstest.Eventually(t, 10*time.Second, func() (bool, string) {
+		raw, err = st.GetLastMsgForSubject(t.Context(), e.names.Inbound("tg"))
+		return err == nil, fmt.Sprint(err)
+	})
+	ev, err := events.Decode(raw.Header, raw.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got envelope.Envelope
+	if err := events.DecodeData(ev, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != "m1" || got.Content != "first\nsecond" {
+		t.Fatalf("published %q %q, want the merged batch", got.ID, got.Content)
+	}
+	if info, _ := st.Info(t.Context()); info.State.Msgs != 1 {
+		t.Fatalf("%d inbound messages, want 1", info.State.Msgs)
+	}
+}
+
+func TestSelected(t *testing.T) {
+	ch := newSendChannel("test")
+	got, err := gateway.Selected(t.Context(), provider(ch), "all")
+	if err != nil || len(got) != 1 || got[0].Name() != "test" {
+		t.Fatalf("Selected = %v, %v", got, err)
+	}
+	if err := ch.handler(t.Context(), &envelope.Envelope{Content: "x", Channel: "test"}); err == nil {
+		t.Fatal("a message to a channel of Selected was accepted")
+	}
+	if _, err := gateway.Selected(t.Context(), provider(ch), "!test"); !errors.Is(err, gateway.ErrNoChannels) {
+		t.Fatalf("nothing enabled: %v", err)
+	}
+	failing := func(context.Context, hooks.MessageHandler) ([]hooks.Channel, error) {
+		return nil, errors.New("plugin broke")
+	}
+	if _, err := gateway.Selected(t.Context(), failing, "all"); err == nil || !strings.Contains(err.Error(), "plugin broke") {
+		t.Fatalf("failing provider: %v", err)
+	}
+}
+
+// TestStaleClaimIsTakenOver: a claim left by a gateway that died before
+// marking its send makes the message wait while it is fresh and is taken
+// over once it is older than the ack wait.
+func TestStaleClaimIsTakenOver(t *testing.T) {
+	e := setup(t, natsx.Topology{GatewayAckWait: 500 * time.Millisecond})
+	kv, err := e.js.KeyValue(t.Context(), e.names.DeliveredBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimedAt := time.Now()
+	if _, err := kv.Create(t.Context(), e.names.DeliveredKey("test", "out-1"), []byte("claimed")); err != nil {
+		t.Fatal(err)
+	}
+	ch := newSendChannel("test")
+	e.start(t, gateway.Options{Channels: provider(ch)})
+	e.publishOutbound(t, "test", "test:1", "out-1", "")
+	natstest.Eventually(t, 10*time.Second, func() (bool, string) {
+		return ch.sentCount("out-1") == 1, "not sent"
+	})
+	if waited := time.Since(claimedAt); waited < 500*time.Millisecond {
+		t.Fatalf("sent %v after the claim, before it went stale", waited)
+	}
+	e2, err := kv.Get(t.Context(), e.names.DeliveredKey("test", "out-1"))
+	if err != nil || string(e2.Value()) != "sent" {
+		t.Fatalf("mark %v, %v; want sent", e2, err)
+	}
+}
+
+// TestSlowSendKeepsItsClaim: a send that outlasts the ack wait keeps
+// refreshing its claim, so a second copy of the id (on another lane) is
+// not sent meanwhile, and is skipped once the first is marked sent.
+func TestSlowSendKeepsItsClaim(t *testing.T) {
+	e := setup(t, natsx.Topology{GatewayAckWait: 300 * time.Millisecond})
+	ch := newSendChannel("test")
+	release := make(chan struct{})
+	entered := make(chan struct{}, 2)
+	ch.fail = func(*envelope.Envelope, int) error {
+		entered <- struct{}{}
+		ch.mu.Unlock() // let the test read the channel while this send blocks
+		<-release
+		ch.mu.Lock()
+		return nil
+	}
+	e.start(t, gateway.Options{Channels: provider(ch)})
+	e.publishOutbound(t, "test", "test:a", "dup", "")
+	<-entered
+	e.publishOutbound(t, "test", "test:b", "dup", "dup-copy")
+	kv, err := e.js.KeyValue(t.Context(), e.names.DeliveredBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := e.names.DeliveredKey("test", "dup")
+	// Five refreshes take longer than the ack wait.
+	natstest.Eventually(t, 10*time.Second, func() (bool, string) {
+		en, err := kv.Get(t.Context(), key)
+		return err == nil && en.Revision() >= 6 && time.Since(en.Created()) < 300*time.Millisecond, fmt.Sprintf("claim %v, %v", en, err)
+	})
+	if n := ch.triesOf("dup"); n != 1 {
+		t.Fatalf("%d sends started while the first holds its claim, want 1", n)
+	}
+	close(release)
+	natstest.Eventually(t, 10*time.Second, func() (bool, string) {
+		ok, why := e.settled(t, "test")
+		return ok && ch.sentCount("dup") >= 1, why
+	})
+	if n := ch.sentCount("dup"); n != 1 {
+		t.Fatalf("dup sent %d times, want 1", n)
+	}
+}

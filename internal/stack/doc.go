@@ -4,5 +4,5 @@
 // ([RunAll]) over the same code paths as the distributed deployment.
 //
 // Looking for a single service? See internal/ingress, internal/worker,
-// internal/recorder.
+// internal/recorder, internal/gateway.
 package stack

@@ -41,6 +41,16 @@ func (c BufferConfig) withDefaults() BufferConfig {
 	return c
 }
 
+// LogValue implements slog.LogValuer with the effective settings.
+func (c BufferConfig) LogValue() slog.Value {
+	c = c.withDefaults()
+	return slog.GroupValue(
+		slog.Duration("debounce", c.Debounce),
+		slog.Duration("max_wait", c.MaxWait),
+		slog.Duration("active_time_window", c.ActiveWindow),
+	)
+}
+
 // Validate reports impossible settings.
 func (c BufferConfig) Validate() error {
 	var errs []error

@@ -8,7 +8,13 @@
 // publishes them to the inbound stream exactly like HTTP requests. Replies
 // whose output_channel names the channel are delivered by its [Sender].
 //
-// Start with [Channel]. Looking for the hook that provides channels? See
+// [Select] picks the channels BUB_ENABLED_CHANNELS enables (Bub's
+// enabled_channels()); [Buffer] is the per-session debounce (§9.5) of
+// channels that ask for it; [Manager] starts the selected channels in
+// order, routes their messages and stops them in reverse order.
+//
+// Start with [Channel]. Looking for the service that runs channels? See
+// internal/gateway. Looking for the hook that provides channels? See
 // hooks.ChannelProvider. For the Telegram channel see package
 // channels/telegram.
 package channels
