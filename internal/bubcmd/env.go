@@ -74,7 +74,9 @@ func (a *cliApp) AddCommand(c hooks.CLICommand) error {
 	run := c.Run
 	cmd := &cobra.Command{
 		Use: c.Use, Short: c.Short, Long: c.Long, Hidden: c.Hidden,
-		RunE: func(cmd *cobra.Command, args []string) error { return run(cmd.Context(), args) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return run(cmd.Context(), hooks.CLIStdio{In: cmd.InOrStdin(), Out: cmd.OutOrStdout(), Err: cmd.ErrOrStderr()}, args)
+		},
 	}
 	if c.Flags != nil {
 		cmd.Flags().AddGoFlagSet(c.Flags)
