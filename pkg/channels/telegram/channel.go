@@ -362,7 +362,7 @@ func newMediaRef(typ string, meta *mediaMeta) (mediaRef, bool) {
 	if !ok {
 		mt = "document"
 	}
-	return mediaRef{item: envelope.Media{Type: mt, MimeType: meta.MimeType, Filename: meta.FileName}, fileID: meta.FileID, size: meta.FileSize}, true
+	return mediaRef{item: envelope.Media{Type: mt, MimeType: meta.MimeType, Filename: meta.FileName}, fileID: meta.FileID, size: meta.size}, true
 }
 
 // build is Bub's _build_message: a comma command (after a "/bub "

@@ -169,10 +169,13 @@ type mediaMeta struct {
 	Emoji      string `json:"emoji,omitempty"`
 	SetName    string `json:"set_name,omitempty"`
 	IsAnimated *bool  `json:"is_animated,omitempty"`
+	// size is the file's size as Telegram reported it, whether or not
+	// Bub records it in the metadata; it decides the download.
+	size int64
 }
 
 func newMediaMeta(f *fileInfo, mime string) *mediaMeta {
-	return &mediaMeta{FileID: f.FileID, FileSize: f.FileSize, Width: f.Width, Height: f.Height, Duration: f.Duration, MimeType: mime}
+	return &mediaMeta{FileID: f.FileID, FileSize: f.FileSize, Width: f.Width, Height: f.Height, Duration: f.Duration, MimeType: mime, size: f.FileSize}
 }
 
 // parseContent is Bub's TelegramMessageParser content parsing: the text,
@@ -201,7 +204,7 @@ func (m *message) parseContent() (string, *mediaMeta) {
 			mime = "video/webm"
 		}
 		animated := s.IsAnimated
-		meta := &mediaMeta{FileID: s.FileID, Width: s.Width, Height: s.Height, MimeType: mime, Emoji: s.Emoji, SetName: s.SetName, IsAnimated: &animated}
+		meta := &mediaMeta{FileID: s.FileID, Width: s.Width, Height: s.Height, MimeType: mime, Emoji: s.Emoji, SetName: s.SetName, IsAnimated: &animated, size: s.FileSize}
 		if s.Emoji != "" {
 			return fmt.Sprintf("[Sticker: %s from %s]", s.Emoji, s.SetName), meta
 		}
@@ -210,15 +213,15 @@ func (m *message) parseContent() (string, *mediaMeta) {
 		return withCaption(fmt.Sprintf("[Video: %ds]", m.Video.Duration), m.Caption), newMediaMeta(m.Video, or(m.Video.MimeType, "video/mp4"))
 	case typeVoice:
 		v := m.Voice
-		return fmt.Sprintf("[Voice message: %ds]", v.Duration), &mediaMeta{FileID: v.FileID, Duration: v.Duration, MimeType: or(v.MimeType, "audio/ogg")}
+		return fmt.Sprintf("[Voice message: %ds]", v.Duration), &mediaMeta{FileID: v.FileID, Duration: v.Duration, MimeType: or(v.MimeType, "audio/ogg"), size: v.FileSize}
 	case typeDocument:
 		d := m.Document
 		mime := or(d.MimeType, "application/octet-stream")
 		label := withCaption(fmt.Sprintf("[Document: %s (%s)]", or(d.FileName, "unknown"), mime), m.Caption)
-		return label, &mediaMeta{FileID: d.FileID, FileName: d.FileName, FileSize: d.FileSize, MimeType: mime}
+		return label, &mediaMeta{FileID: d.FileID, FileName: d.FileName, FileSize: d.FileSize, MimeType: mime, size: d.FileSize}
 	case typeVideoNote:
 		v := m.VideoNote
-		return fmt.Sprintf("[Video note: %ds]", v.Duration), &mediaMeta{FileID: v.FileID, Duration: v.Duration, MimeType: or(v.MimeType, "video/mp4")}
+		return fmt.Sprintf("[Video note: %ds]", v.Duration), &mediaMeta{FileID: v.FileID, Duration: v.Duration, MimeType: or(v.MimeType, "video/mp4"), size: v.FileSize}
 	}
 	return "[Unsupported message type: " + typeUnknown + "]", nil
 }
