@@ -583,7 +583,7 @@ func (s *Server) confirmLocked(offset int64) {
 
 // matchingLocked returns up to limit pending updates of an allowed kind.
 func (s *Server) matchingLocked(limit int64) []json.RawMessage {
-	var out []json.RawMessage
+	out := []json.RawMessage{} // the API answers [], never null
 	for _, u := range s.updates {
 		if int64(len(out)) == limit {
 			break
