@@ -34,6 +34,8 @@ type APIError struct {
 	RetryAfter time.Duration
 }
 
+// Error returns the method, code and description, and the wait a 429
+// asks for.
 func (e *APIError) Error() string {
 	s := fmt.Sprintf("telegram %s: %d %s", e.Method, e.Code, e.Description)
 	if e.RetryAfter > 0 {
@@ -81,7 +83,7 @@ func (c *client) call(ctx context.Context, method string, params, result any) er
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/bot"+c.token+"/"+method, bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("telegram %s: %w", method, err)
+		return fmt.Errorf("telegram %s: %w", method, redact(err, c.token))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.http.Do(req)
@@ -170,7 +172,7 @@ func (c *client) download(ctx context.Context, fileID string, limit int64) ([]by
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/file/bot"+c.token+"/"+f.FilePath, nil)
 	if err != nil {
-		return nil, fmt.Errorf("telegram file: %w", err)
+		return nil, fmt.Errorf("telegram file: %w", redact(err, c.token))
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

@@ -47,6 +47,9 @@ const (
 	backoffMax = 30 * time.Second
 	// downloadTimeout bounds one media download.
 	downloadTimeout = 30 * time.Second
+	// callTimeout bounds a call the channel makes on its own (a typing
+	// action, a /start or access reply).
+	callTimeout = 30 * time.Second
 )
 
 // Interface guards.
@@ -222,16 +225,24 @@ func (c *Channel) poll(ctx context.Context) {
 			backoff = min(backoff*2, backoffMax)
 			continue
 		}
-		backoff = backoffMin
 		updates, maxID, errs := decodeUpdates(raw)
 		for _, err := range errs {
 			c.log.Warn("telegram update dropped", "error", err)
 		}
-		if maxID >= offset {
-			offset = maxID + 1
+		if maxID < offset && len(errs)+len(updates) > 0 {
+			// An answer without a new update: a misbehaving server must
+			// not make the loop spin.
+			if sleep(ctx, backoff) != nil {
+				return
+			}
+			backoff = min(backoff*2, backoffMax)
+			continue
 		}
+		backoff = backoffMin
+		seen := offset // updates below it were handled already
+		offset = max(offset, maxID+1)
 		for _, u := range updates {
-			if u.Message != nil {
+			if u.Message != nil && u.UpdateID >= seen {
 				c.handle(ctx, u.Message)
 			}
 		}
@@ -308,6 +319,8 @@ func (c *Channel) chatAllowed(chatID string) bool {
 
 // reply sends a text the channel answers itself; a failure is logged.
 func (c *Channel) reply(ctx context.Context, chatID, text string) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
 	if err := c.sendText(ctx, chatID, text); err != nil {
 		c.log.Warn("telegram reply failed", "chat_id", chatID, "error", err)
 	}
@@ -492,7 +505,10 @@ func (c *Channel) runTyping(ctx context.Context, chatID string, t *typingLoop) {
 		if expired {
 			return
 		}
-		if err := c.api.call(ctx, "sendChatAction", map[string]string{"chat_id": chatID, "action": "typing"}, nil); err != nil {
+		callCtx, cancel := context.WithTimeout(ctx, callTimeout)
+		err := c.api.call(callCtx, "sendChatAction", map[string]string{"chat_id": chatID, "action": "typing"}, nil)
+		cancel()
+		if err != nil {
 			if ctx.Err() == nil {
 				c.log.Warn("telegram typing indicator stopped", "chat_id", chatID, "error", err)
 			}

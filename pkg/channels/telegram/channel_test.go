@@ -627,3 +627,45 @@ func TestConfigFromEnv(t *testing.T) {
 		}
 	}
 }
+
+// A server that answers an update again (below the offset) must not get
+// it handled twice, nor make the loop spin.
+func TestRepeatedUpdateHandledOnce(t *testing.T) {
+	ctx := testCtx(t)
+	polls := make(chan string, 100)
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/getMe"):
+			_, _ = w.Write([]byte(`{"ok":true,"result":{"id":1,"is_bot":true,"first_name":"B","username":"b_bot"}}`))
+		case strings.HasSuffix(r.URL.Path, "/getUpdates"):
+			var p struct {
+				Offset int64 `json:"offset"`
+			}
+			_ = json.NewDecoder(r.Body).Decode(&p)
+			polls <- strconv.FormatInt(p.Offset, 10)
+			_, _ = w.Write([]byte(`{"ok":true,"result":[{"update_id":5,"message":{"message_id":1,"date":1,"chat":{"id":3,"type":"private"},"from":{"id":2,"first_name":"U"},"text":"once"}}]}`))
+		default:
+			_, _ = w.Write([]byte(`{"ok":true,"result":true}`))
+		}
+	}))
+	t.Cleanup(api.Close)
+	rec := newRecorder()
+	c, err := New(Config{Token: "1:x", APIBase: api.URL}, rec.handle, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	startChannel(t, c)
+	var offsets []string
+	for len(offsets) < 3 {
+		select {
+		case o := <-polls:
+			offsets = append(offsets, o)
+		case <-ctx.Done():
+			t.Fatalf("polls %v", offsets)
+		}
+	}
+	if !slices.Equal(offsets, []string{"0", "6", "6"}) || len(rec.all()) != 1 {
+		t.Fatalf("offsets %v, handled %d times", offsets, len(rec.all()))
+	}
+}

@@ -83,8 +83,7 @@ type message struct {
 
 // decodeUpdates decodes a getUpdates result one update at a time, so one
 // malformed update is reported and skipped without losing the others. The
-// ids of undecodable updates still advance the offset when they can be
-// read.
+// ids of undecodable updates still count in maxID when they can be read.
 func decodeUpdates(raw []byte) (updates []update, maxID int64, errs []error) {
 	var items []json.RawMessage
 	if err := json.Unmarshal(raw, &items); err != nil {
