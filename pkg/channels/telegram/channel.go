@@ -289,7 +289,7 @@ func (c *Channel) handle(ctx context.Context, m *message) {
 		c.reply(ctx, chatID, DeniedMessage)
 		return
 	}
-	env, refs := c.build(m, b, isCommand)
+	env, refs := build(m, b, isCommand)
 	env.Media = c.fetchMedia(ctx, refs)
 	if env.IsActive && env.Kind != envelope.KindCommand {
 		c.startTyping(chatID)
@@ -342,18 +342,21 @@ type payload struct {
 	ReplyToMessage *payload   `json:"reply_to_message,omitempty"`
 }
 
-// newPayload is Bub's parse: content and metadata of m (whose sender is
-// known).
+// newPayload is Bub's parse: content and metadata of m.
 func newPayload(m *message) *payload {
 	content, media := m.parseContent()
+	from := m.From
+	if from == nil { // the channel only builds messages with a sender
+		from = &user{}
+	}
 	return &payload{
 		Message:     content,
 		MessageID:   m.MessageID,
 		Type:        m.messageType(),
-		Username:    m.From.Username,
-		FullName:    m.From.fullName(),
-		SenderID:    strconv.FormatInt(m.From.ID, 10),
-		SenderIsBot: m.From.IsBot,
+		Username:    from.Username,
+		FullName:    from.fullName(),
+		SenderID:    strconv.FormatInt(from.ID, 10),
+		SenderIsBot: from.IsBot,
 		Date:        m.Date,
 		Links:       m.links(),
 		Media:       media,
@@ -383,7 +386,7 @@ func newMediaRef(typ string, meta *mediaMeta) (mediaRef, bool) {
 // content with the media of the message and of the message it replies
 // to. Every envelope's output_channel is "telegram" (see the package
 // documentation for why this differs from Bub).
-func (c *Channel) build(m *message, b bot, isCommand bool) (*envelope.Envelope, []mediaRef) {
+func build(m *message, b bot, isCommand bool) (*envelope.Envelope, []mediaRef) {
 	chatID := strconv.FormatInt(m.Chat.ID, 10)
 	env := &envelope.Envelope{
 		ID:            Name + ":" + chatID + ":" + strconv.FormatInt(m.MessageID, 10),

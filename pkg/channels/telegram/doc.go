@@ -45,6 +45,12 @@
 // after two minutes (a reply delivered by another gateway instance, or no
 // reply at all).
 //
+// Telegram lets one client poll a bot at a time: run the channel in one
+// gateway instance. A second instance polling the same bot gets 409
+// Conflict answers and retries with backoff; an update both instances
+// receive yields envelopes with the same id, so the inbound stream's
+// deduplication by envelope id can drop the second.
+//
 // # Outbound
 //
 // [Channel.Send] sends the "message" member of a JSON object content, or

@@ -17,7 +17,6 @@ func FuzzDecodeUpdates(f *testing.F) {
 	f.Add([]byte(`{"ok":true}`))
 	f.Add([]byte(`null`))
 	b := bot{ID: 7000, Username: "helper_bot"}
-	c := &Channel{}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		updates, maxID, _ := decodeUpdates(raw)
 		for _, u := range updates {
@@ -25,12 +24,12 @@ func FuzzDecodeUpdates(f *testing.F) {
 				t.Fatalf("update %d above max %d", u.UpdateID, maxID)
 			}
 			m := u.Message
-			if m == nil || m.From == nil {
+			if m == nil {
 				continue
 			}
 			name, _, isCommand := m.command(b)
 			m.isActive(b)
-			env, refs := c.build(m, b, isCommand && name == "bub")
+			env, refs := build(m, b, isCommand && name == "bub")
 			if env.SessionID != "telegram:"+env.ChatID || env.Content == "" && len(refs) > 0 {
 				t.Fatalf("envelope %+v refs %d", env, len(refs))
 			}
