@@ -14,6 +14,10 @@
 // are injected with [Server.FailNext] (for example a 429 with
 // retry_after).
 //
-// Start with [NewServer]. Looking for the channel that talks to it? See
+// Start with [NewServer]. A test that runs a bub binary can start the
+// fake in its own process ([NewServer]) and point the binary at it with
+// BUB_TELEGRAM_API_BASE; [Listen] binds a chosen address and
+// [Server.ServeControl] lets another process inject messages and read
+// replies over HTTP. Looking for the channel that talks to it? See
 // package channels/telegram.
 package telegramtest

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -124,8 +125,30 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 	return s
 }
 
-// New starts a server; the caller closes it.
+// New starts a server on a random 127.0.0.1 port; the caller closes it.
 func New(opts ...Option) *Server {
+	s := newServer(opts...)
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	return s
+}
+
+// Listen starts a server on addr (e.g. "127.0.0.1:8081") for tests that
+// run binaries; the caller closes it. Besides the Bot API it serves the
+// control endpoints of [Server.ServeControl] under /_fake/.
+func Listen(addr string, opts ...Option) (*Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("telegramtest: %w", err)
+	}
+	s := newServer(opts...)
+	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	s.srv.Listener.Close()
+	s.srv.Listener = ln
+	s.srv.Start()
+	return s, nil
+}
+
+func newServer(opts ...Option) *Server {
 	s := &Server{
 		token:    DefaultToken,
 		bot:      DefaultBot,
@@ -139,7 +162,6 @@ func New(opts ...Option) *Server {
 	for _, o := range opts {
 		o(s)
 	}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	return s
 }
 
@@ -359,6 +381,10 @@ type apiError struct {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/_fake/") {
+		s.ServeControl(w, r)
+		return
+	}
 	if rest, ok := strings.CutPrefix(r.URL.Path, "/file/bot"); ok {
 		s.serveFile(w, r, rest)
 		return
@@ -702,4 +728,44 @@ func writeJSON(w http.ResponseWriter, status int, body any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(body) // the client may be gone; nothing to do then
+}
+
+// ServeControl serves the endpoints a test in another process drives the
+// fake with (every server answers them under /_fake/):
+//
+//   - POST /_fake/message {"chat_id": 1, "text": "hi"} queues a user
+//     message as [Server.SendUserMessage] does and answers it.
+//   - GET /_fake/sent answers every sendMessage call so far
+//     ([Server.Sent]) as [{"chat_id", "text", "message_id"}].
+func (s *Server) ServeControl(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.URL.Path == "/_fake/message" && r.Method == http.MethodPost:
+		var in struct {
+			ChatID int64  `json:"chat_id"`
+			Text   string `json:"text"`
+		}
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&in); err != nil || in.Text == "" {
+			http.Error(w, "want {\"chat_id\": <int>, \"text\": <non-empty string>}", http.StatusBadRequest)
+			return
+		}
+		m, err := s.SendUserMessage(in.ChatID, in.Text)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		writeJSON(w, http.StatusOK, m)
+	case r.URL.Path == "/_fake/sent" && r.Method == http.MethodGet:
+		type sent struct {
+			ChatID    string `json:"chat_id"`
+			Text      string `json:"text"`
+			MessageID int64  `json:"message_id"`
+		}
+		out := []sent{}
+		for _, m := range s.Sent() {
+			out = append(out, sent{m.ChatID, m.Text, m.MessageID})
+		}
+		writeJSON(w, http.StatusOK, out)
+	default:
+		http.NotFound(w, r)
+	}
 }

@@ -209,3 +209,36 @@ func TestFiles(t *testing.T) {
 		t.Fatalf("unknown file: %+v", r)
 	}
 }
+
+func TestListenAndControl(t *testing.T) {
+	s, err := Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	resp, err := http.Post(s.URL()+"/_fake/message", "application/json", strings.NewReader(`{"chat_id":9,"text":"from outside"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || s.Pending() != 1 {
+		t.Fatalf("status %d pending %d", resp.StatusCode, s.Pending())
+	}
+	if resp, err := http.Post(s.URL()+"/_fake/message", "application/json", strings.NewReader(`{}`)); err != nil || resp.StatusCode != 400 {
+		t.Fatalf("empty message: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	call(t, ctx, s, s.Token(), "sendMessage", `{"chat_id":9,"text":"answer"}`)
+	resp, err = http.Get(s.URL() + "/_fake/sent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `"chat_id":"9","text":"answer"`) {
+		t.Fatalf("sent %s", body)
+	}
+}
