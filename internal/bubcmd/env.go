@@ -39,7 +39,7 @@ func (env *Env) logger() *slog.Logger {
 // onboard_config, provide_runtime_options, provide_channels). Nothing is
 // started: startup hooks run on constructed plugins, as in Bub.
 func (env *Env) startupRegistry(commands func(context.Context, hooks.CLIApp) error) (*hooks.Registry[tape.Store, tape.Context], error) {
-	st := builtin.Startup{Commands: commands, Channels: stack.BuiltinChannels(env.Getenv)}
+	st := builtin.Startup{Commands: commands, Channels: stack.BuiltinChannels(env.Getenv, env.logger())}
 	if cfg, err := llm.ConfigFromEnv(env.Getenv); err == nil {
 		cfg = cfg.WithDefaults()
 		st.Models = append([]string{cfg.Model}, cfg.FallbackModels...)
