@@ -39,7 +39,7 @@ func (env *Env) logger() *slog.Logger {
 // onboard_config, provide_runtime_options, provide_channels). Nothing is
 // started: startup hooks run on constructed plugins, as in Bub.
 func (env *Env) startupRegistry(commands func(context.Context, hooks.CLIApp) error) (*hooks.Registry[tape.Store, tape.Context], error) {
-	st := builtin.Startup{Commands: commands, Channels: stack.BuiltinChannels(env.Getenv)}
+	st := builtin.Startup{Commands: commands, Channels: stack.BuiltinChannels(env.Getenv, env.logger())}
 	if cfg, err := llm.ConfigFromEnv(env.Getenv); err == nil {
 		cfg = cfg.WithDefaults()
 		st.Models = append([]string{cfg.Model}, cfg.FallbackModels...)
@@ -74,7 +74,9 @@ func (a *cliApp) AddCommand(c hooks.CLICommand) error {
 	run := c.Run
 	cmd := &cobra.Command{
 		Use: c.Use, Short: c.Short, Long: c.Long, Hidden: c.Hidden,
-		RunE: func(cmd *cobra.Command, args []string) error { return run(cmd.Context(), args) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return run(cmd.Context(), hooks.CLIStdio{In: cmd.InOrStdin(), Out: cmd.OutOrStdout(), Err: cmd.ErrOrStderr()}, args)
+		},
 	}
 	if c.Flags != nil {
 		cmd.Flags().AddGoFlagSet(c.Flags)

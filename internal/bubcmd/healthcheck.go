@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-
 )
 
 // newHealthcheck returns `bub healthcheck URL`, the container health probe

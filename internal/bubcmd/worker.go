@@ -24,7 +24,7 @@ import (
 func bindWorker(fs *pflag.FlagSet, o *stack.WorkerOptions, env *Env) {
 	getenv := env.Getenv
 	o.Plugins = env.Plugins
-	o.Channels = stack.BuiltinChannels(getenv)
+	o.Channels = stack.BuiltinChannels(getenv, env.logger())
 	wd, _ := os.Getwd()
 	fs.StringVar(&o.Workspace, "workspace", cli.EnvOr(getenv, "BUB_WORKSPACE", wd), "workspace directory the tools work in (env BUB_WORKSPACE)")
 	fs.IntVar(&o.Worker.Concurrency, "concurrency", envInt(getenv, "BUB_WORKER_CONCURRENCY", 256), "turns in flight per worker (env BUB_WORKER_CONCURRENCY)")

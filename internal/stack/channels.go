@@ -2,15 +2,26 @@ package stack
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/bubbus/bub/pkg/channels"
+	"github.com/bubbus/bub/pkg/channels/telegram"
 	"github.com/bubbus/bub/pkg/hooks"
 )
 
-// BuiltinChannels returns the builtin plugin's provide_channels: the http
-// channel (the ingress API) and the cli channel (`bub chat`).
-func BuiltinChannels(getenv func(string) string) func(context.Context, hooks.MessageHandler) ([]hooks.Channel, error) {
-	return func(context.Context, hooks.MessageHandler) ([]hooks.Channel, error) {
-		return []hooks.Channel{channels.HTTP{}, channels.CLI{}}, nil
+// BuiltinChannels returns the builtin plugin's provide_channels: the
+// telegram channel (enabled iff BUB_TELEGRAM_TOKEN is set), the cli
+// channel (`bub chat`) and the http channel (the ingress API).
+func BuiltinChannels(getenv func(string) string, log *slog.Logger) func(context.Context, hooks.MessageHandler) ([]hooks.Channel, error) {
+	return func(_ context.Context, handler hooks.MessageHandler) ([]hooks.Channel, error) {
+		cfg, err := telegram.ConfigFromEnv(getenv)
+		if err != nil {
+			return nil, err
+		}
+		tg, err := telegram.New(cfg, handler, log)
+		if err != nil {
+			return nil, err
+		}
+		return []hooks.Channel{tg, channels.CLI{}, channels.HTTP{}}, nil
 	}
 }

@@ -85,7 +85,10 @@ func newPlugin(t *testing.T, o builtin.Options) *builtin.Plugin {
 }
 
 func TestWithoutRuntime(t *testing.T) {
-	p := newPlugin(t, builtin.Options{})
+	p, err := builtin.New(builtin.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if p.Name() != builtin.Name || builtin.Name != "builtin" {
 		t.Errorf("name = %q, want builtin", p.Name())
 	}

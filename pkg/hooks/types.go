@@ -3,6 +3,7 @@ package hooks
 import (
 	"context"
 	"flag"
+	"io"
 	"iter"
 	"strings"
 
@@ -64,7 +65,15 @@ type CLICommand struct {
 	// Flags, when non-nil, declares the command's flags; Run sees them
 	// parsed.
 	Flags *flag.FlagSet
-	Run   func(ctx context.Context, args []string) error
+	// Run runs the command with its positional arguments on the
+	// command's standard streams.
+	Run func(ctx context.Context, stdio CLIStdio, args []string) error
+}
+
+// CLIStdio are the standard streams of a plugin's CLI command.
+type CLIStdio struct {
+	In       io.Reader
+	Out, Err io.Writer
 }
 
 // CLIApp is the CLI application register_cli_commands adds commands to.
