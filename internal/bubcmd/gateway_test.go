@@ -11,6 +11,7 @@ import (
 
 	"github.com/bubbus/bub/internal/gateway"
 	"github.com/bubbus/bub/internal/natstest"
+	"github.com/bubbus/bub/pkg/channels/telegram/telegramtest"
 	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/hooks"
 )
@@ -160,5 +161,57 @@ func TestBufferFromEnv(t *testing.T) {
 		}); err == nil || !strings.Contains(err.Error(), "BUB_MAX_WAIT_SECONDS") {
 			t.Fatalf("%q: %v", bad, err)
 		}
+	}
+}
+
+// TestUpRunsTelegram: with BUB_TELEGRAM_TOKEN set, `bub up` runs the
+// gateway with the builtin telegram channel (against a fake Bot API): a
+// comma command typed in Telegram is answered in the chat exactly once.
+func TestUpRunsTelegram(t *testing.T) {
+	srv := telegramtest.NewServer(t)
+	env := testEnv(map[string]string{
+		"BUB_HOME": t.TempDir(), "BUB_MODEL": "echo:echo",
+		"BUB_TELEGRAM_TOKEN": srv.Token(), "BUB_TELEGRAM_API_BASE": srv.URL(),
+	})
+	cmd := newUp(env)
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs([]string{"--nats-listen", "", "--http", "127.0.0.1:0", "--log-level", "warn"})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("bub up: %v\n%s", err, out.String())
+		}
+	}()
+	wctx, wcancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer wcancel()
+	// The channel drops updates sent before it started (as Bub does).
+	polling := func() bool {
+		for _, c := range srv.Calls() {
+			if c.Method == "getUpdates" {
+				return true
+			}
+		}
+		return false
+	}
+	if err := srv.Wait(wctx, polling); err != nil {
+		t.Fatalf("the telegram channel never polled: %v\n%s", err, out.String())
+	}
+	if _, err := srv.SendUserMessage(10, ",help"); err != nil {
+		t.Fatal(err)
+	}
+	sent, err := srv.WaitSent(wctx, 1)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if sent[0].ChatID != "10" || !strings.Contains(sent[0].Text, ",help") {
+		t.Fatalf("sent %+v", sent[0])
+	}
+	if !strings.Contains(out.String(), "gateway true") {
+		t.Fatalf("bub up did not report its gateway:\n%s", out.String())
 	}
 }

@@ -46,15 +46,21 @@ type delivery struct {
 	wg        sync.WaitGroup
 }
 
-// deliver creates (or binds) the shared consumer of channel and starts
-// delivering its outbound envelopes with sender.
-func (g *Gateway) deliver(ctx context.Context, channel string, sender channels.Sender) (*delivery, error) {
-	o := g.o
-	cfg := o.Topology.GatewayConsumer(o.Names, channel)
-	cons, err := o.JS.CreateOrUpdateConsumer(ctx, o.Names.OutboundStream(), cfg)
+// consumer creates (or binds) the shared consumer of channel.
+func (g *Gateway) consumer(ctx context.Context, channel string) (jetstream.Consumer, error) {
+	cfg := g.o.Topology.GatewayConsumer(g.o.Names, channel)
+	cons, err := g.o.JS.CreateOrUpdateConsumer(ctx, g.o.Names.OutboundStream(), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("ensuring consumer %s: %w", cfg.Durable, err)
 	}
+	return cons, nil
+}
+
+// deliver starts delivering the outbound envelopes of channel from cons
+// with sender.
+func (g *Gateway) deliver(ctx context.Context, channel string, sender channels.Sender, cons jetstream.Consumer) (*delivery, error) {
+	o := g.o
+	cfg := cons.CachedInfo().Config
 	stopWatch, err := dlq.WatchMaxDeliveries(ctx, o.NC, o.JS, o.Names, o.Names.OutboundStream(), cfg.Durable, o.Log)
 	if err != nil {
 		return nil, err

@@ -153,19 +153,33 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The consumers exist before any channel runs: they deliver only
+	// messages newer than themselves (DeliverNew), and a reply to the
+	// first message a channel receives must not be older.
+	type sending struct {
+		name   string
+		sender channels.Sender
+		cons   jetstream.Consumer
+	}
+	var senders []sending
+	var names []string
+	for _, ch := range selected {
+		names = append(names, ch.Name())
+		if sender, ok := ch.(channels.Sender); ok {
+			cons, err := g.consumer(ctx, ch.Name())
+			if err != nil {
+				return nil, err
+			}
+			senders = append(senders, sending{ch.Name(), sender, cons})
+		}
+	}
 	g.sendCtx, g.cancelSend = context.WithCancel(context.WithoutCancel(ctx))
 	if err := g.mgr.Start(ctx, selected); err != nil {
 		g.cancelSend()
 		return nil, err
 	}
-	var names []string
-	for _, ch := range selected {
-		names = append(names, ch.Name())
-		sender, ok := ch.(channels.Sender)
-		if !ok {
-			continue
-		}
-		d, err := g.deliver(ctx, ch.Name(), sender)
+	for _, s := range senders {
+		d, err := g.deliver(ctx, s.name, s.sender, s.cons)
 		if err != nil {
 			return nil, errors.Join(err, g.Stop(context.WithoutCancel(ctx)))
 		}

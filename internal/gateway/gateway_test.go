@@ -648,3 +648,28 @@ func TestSlowSendKeepsItsClaim(t *testing.T) {
 		t.Fatalf("dup sent %d times, want 1", n)
 	}
 }
+
+// startHook runs f when the channel starts.
+type startHook struct {
+	*sendChannel
+	f func()
+}
+
+func (s startHook) Start(ctx context.Context) error {
+	s.f()
+	return s.sendChannel.Start(ctx)
+}
+
+// TestReplyPublishedAsTheChannelStartsIsDelivered: the delivery consumer
+// exists before the channels start, so a reply published at once (the
+// first message's) is not missed by its DeliverNew policy.
+func TestReplyPublishedAsTheChannelStartsIsDelivered(t *testing.T) {
+	e := setup(t, natsx.Topology{})
+	ch := newSendChannel("test")
+	hooked := startHook{ch, func() { e.publishOutbound(t, "test", "test:1", "first", "") }}
+	p := func(context.Context, hooks.MessageHandler) ([]hooks.Channel, error) { return []hooks.Channel{hooked}, nil }
+	e.start(t, gateway.Options{Channels: p})
+	natstest.Eventually(t, 10*time.Second, func() (bool, string) {
+		return ch.sentCount("first") == 1, "the first reply was not delivered"
+	})
+}
