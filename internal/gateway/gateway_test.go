@@ -667,7 +667,9 @@ func TestReplyPublishedAsTheChannelStartsIsDelivered(t *testing.T) {
 	e := setup(t, natsx.Topology{})
 	ch := newSendChannel("test")
 	hooked := startHook{ch, func() { e.publishOutbound(t, "test", "test:1", "first", "") }}
-	p := func(context.Context, hooks.MessageHandler) ([]hooks.Channel, error) { return []hooks.Channel{hooked}, nil }
+	p := func(context.Context, hooks.MessageHandler) ([]hooks.Channel, error) {
+		return []hooks.Channel{hooked}, nil
+	}
 	e.start(t, gateway.Options{Channels: p})
 	natstest.Eventually(t, 10*time.Second, func() (bool, string) {
 		return ch.sentCount("first") == 1, "the first reply was not delivered"
