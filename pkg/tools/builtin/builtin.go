@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/bubbus/bub/pkg/skills"
 	"github.com/bubbus/bub/pkg/tools"
 )
 
@@ -23,13 +24,18 @@ type Options struct {
 	// shells: stopping the session's other tasks (Bub's
 	// quit_via_channel_router). Nil means there is nothing more to stop.
 	Quit func(ctx context.Context, sessionID string) error
+	// Skills is what the skill tool reads; nil means a catalog of the
+	// workspace's and the user's skills without config values
+	// (skills.New(skills.Options{})). The agent's skills block should
+	// use the same catalog.
+	Skills *skills.Catalog
 
 	registry *tools.Registry // set by Register, for the subagent tool
 }
 
 // toolsets lists the builtin tool groups, one per file. A group added in
-// its own file (tape.*, skill, subagent, spill.read) is one more entry.
-var toolsets = []func(Options) []tools.Tool{shellTools, fsTools, webTools, sessionTools, tapeTools, subagentTools}
+// its own file (spill.read, say) is one more entry.
+var toolsets = []func(Options) []tools.Tool{shellTools, fsTools, webTools, sessionTools, tapeTools, skillTools, subagentTools}
 
 // Register adds the builtin tools to reg. It fails when opts.Shells is
 // nil or a tool cannot be registered (e.g. its name is taken).
@@ -38,6 +44,9 @@ func Register(reg *tools.Registry, opts Options) error {
 		return errors.New("register builtin tools: Options.Shells is required")
 	}
 	opts.registry = reg
+	if opts.Skills == nil {
+		opts.Skills = skills.New(skills.Options{})
+	}
 	var errs []error
 	for _, set := range toolsets {
 		for _, t := range set(opts) {
