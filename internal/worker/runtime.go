@@ -21,6 +21,7 @@ import (
 	"github.com/bubbus/bub/pkg/hooks"
 	"github.com/bubbus/bub/pkg/llm"
 	"github.com/bubbus/bub/pkg/llm/providers"
+	"github.com/bubbus/bub/pkg/skills"
 	"github.com/bubbus/bub/pkg/subjects"
 	"github.com/bubbus/bub/pkg/tape"
 	"github.com/bubbus/bub/pkg/tools"
@@ -45,6 +46,9 @@ type RuntimeOptions struct {
 	Models llm.Config
 	// Workspace is the tools' workspace.
 	Workspace string
+	// SkillConfig resolves ${config.<dotted.path>} in skill bodies (env
+	// over YAML); nil means no config values.
+	SkillConfig func(path string) (any, bool)
 	// Agent holds agent settings; Model and MaxTokens default from Models.
 	Agent agent.Settings
 	// Plugins are registered after the builtin plugin, in order (so the
@@ -98,8 +102,10 @@ func NewRuntime(ctx context.Context, o RuntimeOptions) (*Runtime, error) {
 	if rt.shells, err = toolkit.NewShells(); err != nil {
 		return nil, err
 	}
+	catalog := skills.New(skills.Options{Config: o.SkillConfig, Log: o.Log})
+	o.Agent.Skills = catalog
 	reg := &tools.Registry{}
-	if err := toolkit.Register(reg, toolkit.Options{Shells: rt.shells}); err != nil {
+	if err := toolkit.Register(reg, toolkit.Options{Shells: rt.shells, Skills: catalog}); err != nil {
 		return nil, err
 	}
 	reg.Freeze()
