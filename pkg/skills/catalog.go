@@ -1,7 +1,6 @@
 package skills
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"io/fs"
@@ -178,15 +177,16 @@ func (c *Catalog) Discover(ctx context.Context, workspace string) ([]Skill, erro
 			continue
 		}
 		for _, e := range entries {
+			// A valid name is lowercase: its own case folding.
 			s, ok := c.load(r, e.Name())
-			if !ok || seen[fold(s.Name)] {
+			if !ok || seen[s.Name] {
 				continue
 			}
-			seen[fold(s.Name)] = true
+			seen[s.Name] = true
 			out = append(out, s)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b Skill) int { return cmp.Compare(fold(a.Name), fold(b.Name)) })
+	slices.SortFunc(out, func(a, b Skill) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
