@@ -30,9 +30,13 @@ const (
 // a bound on the YAML text that keeps a hostile SKILL.md from stalling
 // the YAML decoder, whose cost grows with the square of nesting depth).
 const (
-	MaxNameLen        = 64
+	// MaxNameLen bounds a skill name, in characters.
+	MaxNameLen = 64
+	// MaxDescriptionLen bounds a description, in characters.
 	MaxDescriptionLen = 1024
-	MaxFrontMatter    = 16 << 10
+	// MaxFrontMatter bounds the front matter's YAML text, in bytes; a
+	// longer one counts as absent.
+	MaxFrontMatter = 16 << 10
 )
 
 // Skill is one valid skill. Its fields must not be modified: a catalog
@@ -167,7 +171,7 @@ var namePattern = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 
 // parsed is the content of a SKILL.md.
 type parsed struct {
-	front map[string]any // keys lowercased; empty when absent or not a YAML map
+	front map[string]any // keys lowercased; nil when absent or not a YAML map
 	body  string         // trimmed, without the front matter
 }
 
