@@ -49,7 +49,8 @@ type RuntimeOptions struct {
 	// SkillConfig resolves ${config.<dotted.path>} in skill bodies (env
 	// over YAML); nil means no config values.
 	SkillConfig func(path string) (any, bool)
-	// Agent holds agent settings; Model and MaxTokens default from Models.
+	// Agent holds agent settings; Model and MaxTokens default from Models,
+	// and Skills is always the catalog the skill tool reads.
 	Agent agent.Settings
 	// Plugins are registered after the builtin plugin, in order (so the
 	// last one has the highest priority); remote interceptors are plugins.
