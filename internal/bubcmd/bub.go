@@ -1,9 +1,14 @@
 package bubcmd
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
 	"github.com/bubbus/bub/internal/cli"
+	"github.com/bubbus/bub/pkg/builtin"
+	"github.com/bubbus/bub/pkg/hooks"
+	"github.com/bubbus/bub/pkg/tape"
 )
 
 // NewBub returns the bub CLI.
@@ -29,6 +34,23 @@ uses an embedded NATS server whose data lives in the bub home directory.`,
 		newFakeLLM(getenv),
 		newBench(getenv),
 		newDLQ(getenv),
+		newOnboard(getenv, builtinOnboard),
 	)
 	return root
+}
+
+// builtinOnboard runs onboard_config on a registry holding only the
+// builtin plugin.
+// TODO(lead): pass the startup registry's Startup().OnboardConfig instead
+// once pkg/app threads plugins through.
+func builtinOnboard(ctx context.Context, in hooks.OnboardConfigInput) (map[string]any, error) {
+	p, err := builtin.New(builtin.Options{})
+	if err != nil {
+		return nil, err
+	}
+	reg := hooks.New[tape.Store, tape.Context]()
+	if err := reg.Register(p); err != nil {
+		return nil, err
+	}
+	return reg.Startup().OnboardConfig(ctx, in)
 }

@@ -10,17 +10,27 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/bubbus/bub/pkg/config"
 )
 
 // Main runs the command built by newCmd with os.Args, cancelling its context
-// on SIGINT or SIGTERM, and exits non-zero on error. It is the whole body of
+// on SIGINT or SIGTERM, and exits non-zero on error. The command reads the
+// environment through the configuration file of the home the arguments
+// name (config.LoadFor), so flags beat BUB_* variables, which beat
+// <home>/config.yaml, which beats the defaults. It is the whole body of
 // every cmd/*/main.go.
 func Main(newCmd func(getenv Getenv) *cobra.Command) {
+	getenv, _, err := config.LoadFor(os.Args[1:], os.Getenv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	stopProfile := startCPUProfile(os.Getenv(EnvCPUProfile))
-	cmd := newCmd(os.Getenv)
+	stopProfile := startCPUProfile(getenv(EnvCPUProfile))
+	cmd := newCmd(getenv)
 	cmd.SetArgs(os.Args[1:])
-	err := cmd.ExecuteContext(ctx)
+	err = cmd.ExecuteContext(ctx)
 	stop()
 	stopProfile()
 	if err != nil {

@@ -43,8 +43,10 @@ type Dispatcher interface {
 	DispatchOutbound(ctx context.Context, in hooks.DispatchOutboundInput) (bool, error)
 }
 
-// Options are the plugin's collaborators. Runner and Outbox are required;
-// the rest may be nil.
+// Options are the plugin's collaborators; any may be nil. Without a Runner
+// run_model_stream fails with [ErrNoRunner], without an Outbox
+// dispatch_outbound fails with [ErrNoOutbox]; the startup hooks need
+// neither (`bub onboard` builds the plugin with none).
 type Options struct {
 	Runner   Runner
 	Outbox   Outbox
@@ -77,22 +79,22 @@ var (
 	_ hooks.PromptContinuer     = (*Plugin)(nil)
 )
 
-// New returns the builtin plugin.
+// Errors of the turn hooks whose collaborator [Options] lacks.
+var (
+	ErrNoRunner = errors.New("builtin: no runner to run the agent with")
+	ErrNoOutbox = errors.New("builtin: no outbox to dispatch outbound envelopes to")
+)
+
+// New returns the builtin plugin. The error is always nil today; it is
+// kept for options that can be invalid.
 func New(o Options) (*Plugin, error) {
-	var errs []error
-	if o.Runner == nil {
-		errs = append(errs, errors.New("builtin: a runner is required"))
-	}
-	if o.Outbox == nil {
-		errs = append(errs, errors.New("builtin: an outbox is required"))
-	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
 	if o.Tools == nil {
 		o.Tools = &tools.Registry{}
 	}
-	return &Plugin{o: o}, errors.Join(errs...)
+	return &Plugin{o: o}, nil
 }
 
 // SetDispatcher gives on_error the registry to dispatch error envelopes
@@ -223,6 +225,9 @@ func AudioFormat(mime string) string {
 
 // RunModelStream runs the agent.
 func (p *Plugin) RunModelStream(ctx context.Context, in hooks.RunModelInput) (hooks.Stream, bool, error) {
+	if p.o.Runner == nil {
+		return nil, false, ErrNoRunner
+	}
 	s, err := p.o.Runner.RunAgent(ctx, in)
 	return s, err == nil, err
 }
@@ -253,6 +258,9 @@ func orDefault(s, def string) string {
 
 // DispatchOutbound sends the envelope through the outbox.
 func (p *Plugin) DispatchOutbound(ctx context.Context, in hooks.DispatchOutboundInput) (bool, error) {
+	if p.o.Outbox == nil {
+		return false, ErrNoOutbox
+	}
 	if err := p.o.Outbox.Send(ctx, in.Message); err != nil {
 		return false, err
 	}

@@ -84,13 +84,19 @@ func newPlugin(t *testing.T, o builtin.Options) *builtin.Plugin {
 	return p
 }
 
-func TestNewRequiresRunnerAndOutbox(t *testing.T) {
-	_, err := builtin.New(builtin.Options{})
-	if err == nil || !strings.Contains(err.Error(), "runner") || !strings.Contains(err.Error(), "outbox") {
-		t.Errorf("New(zero options) error = %v, want one naming the runner and the outbox", err)
+func TestNewWithoutRunnerOrOutbox(t *testing.T) {
+	p, err := builtin.New(builtin.Options{})
+	if err != nil {
+		t.Fatalf("New(zero options) = %v, want the plugin (the startup hooks need no runner or outbox)", err)
 	}
-	if p := newPlugin(t, builtin.Options{}); p.Name() != builtin.Name || builtin.Name != "builtin" {
+	if p.Name() != builtin.Name || builtin.Name != "builtin" {
 		t.Errorf("name = %q, want builtin", p.Name())
+	}
+	if _, ok, err := p.RunModelStream(t.Context(), hooks.RunModelInput{}); ok || !errors.Is(err, builtin.ErrNoRunner) {
+		t.Errorf("RunModelStream without a runner = %v, %v; want ErrNoRunner", ok, err)
+	}
+	if ok, err := p.DispatchOutbound(t.Context(), hooks.DispatchOutboundInput{Message: &envelope.Envelope{}}); ok || !errors.Is(err, builtin.ErrNoOutbox) {
+		t.Errorf("DispatchOutbound without an outbox = %v, %v; want ErrNoOutbox", ok, err)
 	}
 }
 
