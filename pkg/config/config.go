@@ -92,8 +92,8 @@ func Load(path string) (Config, error) {
 
 // Decode parses a configuration from YAML. Empty input and a document
 // that is null are the empty configuration; anything but a mapping at the
-// top level is an error. Map keys that are not strings (`1: x`) become
-// their text.
+// top level is an error. Scalar map keys (`1: x`) become their text; a
+// list or map as a key is an error.
 func Decode(data []byte) (c Config, err error) {
 	var v any
 	if err := yaml.UnmarshalWithOptions(data, &v); err != nil {
@@ -121,8 +121,8 @@ func Decode(data []byte) (c Config, err error) {
 	return nil, &DecodeError{Msg: fmt.Sprintf("the top level is a %s, want a mapping of keys to values", kind(n))}
 }
 
-// normalize copies a decoded YAML value into maps keyed by strings and
-// []any lists, spending one unit of budget per value.
+// normalize deep-copies a decoded YAML value (the decoder shares one value
+// among an anchor's aliases), spending one unit of budget per value.
 func normalize(v any, budget *int) (any, error) {
 	if *budget--; *budget < 0 {
 		return nil, fmt.Errorf("more than %d values (aliases expanding too far?)", maxNodes)
@@ -136,20 +136,6 @@ func normalize(v any, budget *int) (any, error) {
 				return nil, err
 			}
 			out[k] = n
-		}
-		return out, nil
-	case map[any]any:
-		out := make(map[string]any, len(v))
-		for k, x := range v {
-			switch k.(type) {
-			case map[string]any, map[any]any, []any:
-				return nil, fmt.Errorf("a %s is used as a map key", kind(k))
-			}
-			n, err := normalize(x, budget)
-			if err != nil {
-				return nil, err
-			}
-			out[fmt.Sprint(k)] = n
 		}
 		return out, nil
 	case []any:
@@ -168,7 +154,7 @@ func normalize(v any, budget *int) (any, error) {
 
 func kind(v any) string {
 	switch v.(type) {
-	case map[string]any, map[any]any, Config:
+	case map[string]any, Config:
 		return "mapping"
 	case []any, []string:
 		return "list"
