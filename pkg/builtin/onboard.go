@@ -11,7 +11,7 @@ import (
 
 var _ hooks.ConfigOnboarder = (*Plugin)(nil)
 
-// OnboardProviders are the "LLM provider" choices of onboarding, the
+// OnboardProviders returns the "LLM provider" choices of onboarding, the
 // providers package llm/providers runs: openrouter, openai and ollama
 // (OpenAI-compatible with a default API base), vllm and llamacpp
 // (OpenAI-compatible, an API base is needed), echo (the built-in key-less
@@ -19,7 +19,9 @@ var _ hooks.ConfigOnboarder = (*Plugin)(nil)
 // provider). Bub's anthropic, gemini, azure, bedrock, groq, mistral and
 // deepseek are not listed: they run here only through an OpenAI-compatible
 // API base, as a custom provider.
-var OnboardProviders = []string{"openrouter", "openai", "ollama", "vllm", "llamacpp", "echo", "custom"}
+func OnboardProviders() []string {
+	return []string{"openrouter", "openai", "ollama", "vllm", "llamacpp", "echo", "custom"}
+}
 
 // Onboarding question keys. The provider questions' answers are not
 // stored under their keys: they make up the model string.
@@ -61,9 +63,10 @@ func (p *Plugin) OnboardConfig(ctx context.Context, in hooks.OnboardConfigInput)
 			curModel = m
 		}
 	}
-	choices := OnboardProviders
+	known := OnboardProviders()
+	choices := known
 	if !slices.Contains(choices, curProvider) {
-		choices = slices.Insert(slices.Clone(choices), len(choices)-1, curProvider)
+		choices = slices.Insert(slices.Clone(known), len(known)-1, curProvider)
 	}
 	provider, err := ask(hooks.Question{Key: OnboardKeyProvider, Prompt: "LLM provider", Default: curProvider, Choices: choices})
 	if err != nil {
@@ -88,7 +91,7 @@ func (p *Plugin) OnboardConfig(ctx context.Context, in hooks.OnboardConfigInput)
 	if model == "" {
 		return nil, errors.New("LLM model: an answer is required")
 	}
-	if prefix, _, ok := strings.Cut(model, ":"); !ok || (prefix != provider && !slices.Contains(OnboardProviders, prefix)) {
+	if prefix, _, ok := strings.Cut(model, ":"); !ok || (prefix != provider && !slices.Contains(known, prefix)) {
 		model = provider + ":" + model
 	}
 	apiKey, err := ask(hooks.Question{Key: OnboardKeyAPIKey, Prompt: "API key (optional)", Secret: true})
