@@ -59,11 +59,11 @@ or Ctrl-C aborts and writes nothing.`,
 				answers.Fallback = prompt.NewInteractive(cmd.InOrStdin(), out)
 			}
 			path := config.Path(home)
-			fmt.Fprintf(out, "Bub %s onboarding: the answers are saved to %s.\n", version(), path)
+			fmt.Fprintf(out, "Bub %s onboarding: the answers will be saved to %s.\n", version(), path)
 			cfg, err := onboard(cmd.Context(), hooks.OnboardConfigInput{Current: map[string]any{}, Prompter: answers})
 			switch {
 			case errors.Is(err, prompt.ErrAborted):
-				return fmt.Errorf("%w; nothing was saved", err)
+				return fmt.Errorf("%w; nothing was saved", prompt.ErrAborted)
 			case err != nil:
 				return fmt.Errorf("Onboarding failed: %w", err)
 			}

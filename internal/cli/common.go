@@ -57,8 +57,9 @@ func EnvOr(getenv Getenv, key, def string) string {
 	return def
 }
 
-// Bind registers the common flags on fs with defaults taken from the
-// environment, so a flag beats BUB_* which beats the built-in default.
+// Bind registers the common flags on fs with defaults taken from getenv,
+// so a flag beats BUB_* which beats the built-in default (Main's getenv
+// also answers from the config file, between the two).
 func (c *Common) Bind(fs *pflag.FlagSet, getenv Getenv) {
 	c.getenv = getenv
 	fs.StringVar(&c.Home, "home", config.DefaultHome(getenv), "bub home directory (env BUB_HOME)")
