@@ -40,7 +40,8 @@ type DecodeError struct {
 	Path string
 	// Line and Column locate the error (1-based); 0 when unknown.
 	Line, Column int
-	Msg          string
+	// Msg says what is wrong, without the source excerpt.
+	Msg string
 }
 
 // Error returns "<path>:<line>:<column>: <msg>" (the parts that are known).
