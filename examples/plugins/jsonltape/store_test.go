@@ -1,6 +1,7 @@
 package jsonltape_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/bubbus/bub/examples/plugins/jsonltape"
@@ -14,7 +15,7 @@ func newStore(t *testing.T, dir string) *jsonltape.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close(t.Context()) })
+	t.Cleanup(func() { s.Close(context.Background()) })
 	return s
 }
 
