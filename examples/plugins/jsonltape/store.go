@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -180,9 +179,6 @@ func (s *Store) List(ctx context.Context) ([]string, error) {
 			continue
 		}
 		ix, err := s.Index(ctx, name)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // removed meanwhile
-		}
 		if err != nil {
 			return nil, fmt.Errorf("listing tapes: %w", err)
 		}
