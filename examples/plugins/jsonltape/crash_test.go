@@ -53,7 +53,10 @@ func crashState(t *testing.T, reset bool, step string) string {
 		t.Fatal(err)
 	}
 	old, data := read(before, entriesSuffix), read(after, entriesSuffix)
-	cur.Pending = &pendingWrite{Reset: reset, From: int64(len(old)), Next: next}
+	cur.Pending = &pendingWrite{Reset: true, Next: next} // as writeReset records it
+	if !reset {
+		cur.Pending = &pendingWrite{From: int64(len(old)), Next: next} // as writeAppend does
+	}
 	if err := writeSidecar(filepath.Join(before, "t"+indexSuffix), filepath.Join(before, "t"+indexTemp), cur); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -339,6 +340,33 @@ func TestProcessesNeverInterleave(t *testing.T) {
 		d := e.Payload["data"].(map[string]any)
 		if d["w"] != first["w"] || d["b"] != first["b"] || d["i"] != float64(i%batch) {
 			t.Fatalf("entry %d interleaves batches: %v in the batch of %v", e.ID, d, first)
+		}
+	}
+}
+
+// A damaged index is an error naming the file; nothing is rewritten.
+func TestDamagedIndex(t *testing.T) {
+	dir := t.TempDir()
+	s := newStore(t, dir)
+	mustAppend(t, s, "t", []tape.Entry{tape.System("kept")}, tape.WithWatermark("w", 2))
+	before, err := os.ReadFile(filepath.Join(dir, "t.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{`{"index": `, `{"size": 10, "pending": {"from": 3, "next": {"size": 20}}}`, `{"index": {"entries": -1}}`} {
+		if err := os.WriteFile(filepath.Join(dir, "t.index.json"), []byte(bad), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		other := newStore(t, dir)
+		if _, err := other.Fetch(t.Context(), "t", tape.All()); err == nil || !strings.Contains(err.Error(), "t.index.json") {
+			t.Errorf("index %s: Fetch error %v, want one naming the file", bad, err)
+		}
+		if _, err := other.Append(t.Context(), "t", []tape.Entry{tape.System("x")}); err == nil {
+			t.Errorf("index %s: Append succeeded", bad)
+		}
+		after, err := os.ReadFile(filepath.Join(dir, "t.jsonl"))
+		if err != nil || string(after) != string(before) {
+			t.Fatalf("index %s: tape file changed to %q, %v", bad, after, err)
 		}
 	}
 }

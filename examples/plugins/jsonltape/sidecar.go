@@ -53,8 +53,9 @@ func decodeSidecar(data []byte) (sidecar, error) {
 		if p.Next.Pending != nil {
 			return sidecar{}, errors.New("nested pending write")
 		}
-		if p.From < 0 {
-			return sidecar{}, fmt.Errorf("pending write from negative offset %d", p.From)
+		if !p.Reset && p.From < sc.Size {
+			// Undoing it would cut committed entries.
+			return sidecar{}, fmt.Errorf("pending write from offset %d inside the committed %d bytes", p.From, sc.Size)
 		}
 		if err := p.Next.validate(); err != nil {
 			return sidecar{}, fmt.Errorf("pending write: %w", err)

@@ -299,7 +299,12 @@ func (t *tapeFile) writeReset(cur, next sidecar, data []byte) error {
 	cur.Pending = &pendingWrite{Reset: true, Next: next}
 	indexPath, indexTmp := t.path(indexSuffix), t.path(indexTemp)
 	if err := writeSidecar(indexPath, indexTmp, cur); err != nil {
-		return errors.Join(err, os.Remove(tmp))
+		// The pending sidecar may be in place (only the directory sync
+		// failed): undo through it, which also removes tmp.
+		if _, serr := t.settle(cur, true); serr != nil {
+			err = errors.Join(err, serr)
+		}
+		return err
 	}
 	if err := os.Rename(tmp, entriesPath); err != nil {
 		if _, serr := t.settle(cur, true); serr != nil {
