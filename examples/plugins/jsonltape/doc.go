@@ -16,7 +16,7 @@
 // hex): the mapping is injective also on case-insensitive file systems,
 // and Bub's session tape names (md5 hex "__" md5 hex) keep their names, so
 // the directory of a Python Bub can be opened as is. Escaped names longer
-// than 200 bytes are refused. Beside it:
+// than 200 bytes, and the empty name, are refused. Beside it:
 //
 //   - <base>.index.json, the sidecar: the tape's index (commit ids,
 //     watermarks, anchors), its revision and the length of the tape file it
@@ -26,6 +26,8 @@
 //     exclusive for writes. Never removed.
 //   - archive/<base>.jsonl.<UTC YYYYMMDDTHHMMSSZ>.bak, written by Archive
 //     (Bub's archive name).
+//   - <base>.index.json.tmp and <base>.jsonl.reset, the next sidecar and
+//     the next tape file while a write is under way.
 //
 // # Guarantees
 //
