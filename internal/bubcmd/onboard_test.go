@@ -2,6 +2,7 @@ package bubcmd
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"strings"
@@ -9,19 +10,60 @@ import (
 
 	"github.com/bubbus/bub/pkg/config"
 	"github.com/bubbus/bub/pkg/config/prompt"
+	"github.com/bubbus/bub/pkg/hooks"
 )
+
+// tokenPlugin onboards a telegram token, as a channel plugin would.
+type tokenPlugin struct{}
+
+func (tokenPlugin) Name() string { return "tokens" }
+
+func (tokenPlugin) OnboardConfig(ctx context.Context, in hooks.OnboardConfigInput) (map[string]any, error) {
+	tok, err := in.Prompter.Ask(ctx, hooks.Question{Key: "telegram.token", Prompt: "Telegram bot token", Secret: true})
+	if err != nil || tok == "" {
+		return nil, err
+	}
+	return map[string]any{"telegram": map[string]any{"token": tok}}, nil
+}
+
+// TestOnboardPlugin: a plugin's fragment is asked after the builtin's
+// and merged into the same file.
+func TestOnboardPlugin(t *testing.T) {
+	home := t.TempDir()
+	out, err := runOnboardWith(t, []hooks.Plugin{tokenPlugin{}}, "", "--home", home, "--non-interactive", "--set", "model=echo:x", "--set", "telegram.token=123:abc")
+	if err != nil {
+		t.Fatalf("onboard: %v\n%s", err, out)
+	}
+	if strings.Contains(out, "123:abc") {
+		t.Errorf("the token was printed:\n%s", out)
+	}
+	if got, want := readFile(t, config.Path(home)), "model: echo:x\ntelegram:\n  token: 123:abc\n"; got != want {
+		t.Errorf("config.yaml = %q, want %q", got, want)
+	}
+}
 
 // runOnboard runs `bub onboard` in-process with stdin and returns its
 // stdout and error.
 func runOnboard(t *testing.T, stdin string, args ...string) (string, error) {
 	t.Helper()
-	cmd := newOnboard(func(string) string { return "" }, builtinOnboard)
+	return runOnboardWith(t, nil, stdin, args...)
+}
+
+// runOnboardWith runs `bub onboard` with the builtin and plugins.
+func runOnboardWith(t *testing.T, plugins []hooks.Plugin, stdin string, args ...string) (string, error) {
+	t.Helper()
+	env := &Env{Getenv: func(string) string { return "" }, Plugins: plugins}
+	reg, err := env.startupRegistry(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := newOnboard(env.Getenv, reg.Startup().OnboardConfig)
 	var out bytes.Buffer
 	cmd.SetIn(strings.NewReader(stdin))
 	cmd.SetOut(&out)
 	cmd.SetErr(&out)
 	cmd.SetArgs(args)
-	err := cmd.ExecuteContext(t.Context())
+	err = cmd.ExecuteContext(t.Context())
 	return out.String(), err
 }
 
