@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bubbus/bub/pkg/hooks"
+	"github.com/bubbus/bub/pkg/tape"
 )
 
 // NewBub returns the bub CLI of a build: Bub's own commands, registered by
@@ -23,6 +24,10 @@ uses an embedded NATS server whose data lives in the bub home directory.`,
 		SilenceErrors: true,
 	}
 	app := &cliApp{root: root, log: env.logger()}
+	var reg *hooks.Registry[tape.Store, tape.Context]
+	onboard := func(ctx context.Context, in hooks.OnboardConfigInput) (map[string]any, error) {
+		return reg.Startup().OnboardConfig(ctx, in)
+	}
 	reg, err := env.startupRegistry(func(context.Context, hooks.CLIApp) error {
 		app.add(
 			newRun(env),
@@ -34,6 +39,7 @@ uses an embedded NATS server whose data lives in the bub home directory.`,
 			newTape(env),
 			newHooks(env),
 			newModels(env),
+			newOnboard(env.Getenv, onboard),
 			newFakeLLM(),
 			newBench(),
 			newDLQ(env),

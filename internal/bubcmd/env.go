@@ -23,6 +23,9 @@ import (
 type Env struct {
 	Getenv  cli.Getenv
 	Plugins []hooks.Plugin
+	// Lookup resolves a dotted configuration path (env BUB_<PATH> over
+	// <home>/config.yaml), for skills' ${config.…}.
+	Lookup func(path string) (any, bool)
 	// Log receives the startup hooks' warnings (nil = stderr at warn).
 	Log *slog.Logger
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/bubbus/bub/pkg/config"
 	"github.com/bubbus/bub/pkg/hooks"
 )
 
@@ -17,9 +18,15 @@ type Stdio struct {
 }
 
 // Exec builds a command with newCmd over the process environment and the
-// plugins and runs it with args.
+// configuration file of the home args name (config.LoadFor: flags beat
+// BUB_* variables, which beat <home>/config.yaml, which beats the
+// defaults) and the plugins, and runs it with args.
 func Exec(ctx context.Context, args []string, stdio Stdio, plugins []hooks.Plugin, newCmd func(context.Context, *Env) (*cobra.Command, error)) error {
-	env := &Env{Getenv: os.Getenv, Plugins: plugins}
+	getenv, cfg, err := config.LoadFor(args, os.Getenv)
+	if err != nil {
+		return err
+	}
+	env := &Env{Getenv: getenv, Plugins: plugins, Lookup: config.Lookup(os.Getenv, cfg)}
 	cmd, err := newCmd(ctx, env)
 	if err != nil {
 		return err

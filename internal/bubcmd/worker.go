@@ -24,6 +24,7 @@ import (
 func bindWorker(fs *pflag.FlagSet, o *stack.WorkerOptions, env *Env) {
 	getenv := env.Getenv
 	o.Plugins = env.Plugins
+	o.SkillConfig = env.Lookup
 	o.Channels = stack.BuiltinChannels(getenv, env.logger())
 	wd, _ := os.Getwd()
 	fs.StringVar(&o.Workspace, "workspace", cli.EnvOr(getenv, "BUB_WORKSPACE", wd), "workspace directory the tools work in (env BUB_WORKSPACE)")

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/bubbus/bub/internal/natsx"
+	"github.com/bubbus/bub/pkg/config"
 	"github.com/bubbus/bub/pkg/subjects"
 )
 
@@ -58,15 +57,12 @@ func EnvOr(getenv Getenv, key, def string) string {
 	return def
 }
 
-// Bind registers the common flags on fs with defaults taken from the
-// environment, so a flag beats BUB_* which beats the built-in default.
+// Bind registers the common flags on fs with defaults taken from getenv,
+// so a flag beats BUB_* which beats the built-in default (Main's getenv
+// also answers from the config file, between the two).
 func (c *Common) Bind(fs *pflag.FlagSet, getenv Getenv) {
 	c.getenv = getenv
-	home := ""
-	if h, err := os.UserHomeDir(); err == nil {
-		home = filepath.Join(h, ".bub")
-	}
-	fs.StringVar(&c.Home, "home", EnvOr(getenv, "BUB_HOME", home), "bub home directory (env BUB_HOME)")
+	fs.StringVar(&c.Home, "home", config.DefaultHome(getenv), "bub home directory (env BUB_HOME)")
 	fs.StringVar(&c.Prefix, "prefix", EnvOr(getenv, "BUB_PREFIX", subjects.DefaultPrefix), "root of every NATS subject, stream and bucket name (env BUB_PREFIX)")
 	fs.StringVar(&c.NATS.URL, "nats", getenv("BUB_NATS_URL"), "NATS URL of an existing cluster; empty = embedded server (env BUB_NATS_URL)")
 	fs.StringVar(&c.NATS.CredsFile, "nats-creds", getenv("BUB_NATS_CREDS"), "NATS credentials file (env BUB_NATS_CREDS)")

@@ -47,6 +47,8 @@ type WorkerOptions struct {
 	// Channels returns the builtin channels (see [BuiltinChannels]); nil
 	// means none.
 	Channels func(ctx context.Context, handler hooks.MessageHandler) ([]hooks.Channel, error)
+	// SkillConfig resolves ${config.…} in skill bodies; nil = none.
+	SkillConfig func(path string) (any, bool)
 }
 
 // NewRuntime builds a worker's turn runtime on conn.
@@ -84,6 +86,8 @@ func NewRuntime(ctx context.Context, conn *Conn, o WorkerOptions, log *slog.Logg
 		Plugins:   plugins,
 		Channels:  o.Channels,
 		Log:       log,
+
+		SkillConfig: o.SkillConfig,
 
 		CaptureContent: o.CaptureContent,
 	})

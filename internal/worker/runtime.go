@@ -21,6 +21,7 @@ import (
 	"github.com/bubbus/bub/pkg/hooks"
 	"github.com/bubbus/bub/pkg/llm"
 	"github.com/bubbus/bub/pkg/llm/providers"
+	"github.com/bubbus/bub/pkg/skills"
 	"github.com/bubbus/bub/pkg/subjects"
 	"github.com/bubbus/bub/pkg/tape"
 	"github.com/bubbus/bub/pkg/tools"
@@ -50,7 +51,11 @@ type RuntimeOptions struct {
 	Models llm.Config
 	// Workspace is the tools' workspace.
 	Workspace string
-	// Agent holds agent settings; Model and MaxTokens default from Models.
+	// SkillConfig resolves ${config.<dotted.path>} in skill bodies (env
+	// over YAML); nil means no config values.
+	SkillConfig func(path string) (any, bool)
+	// Agent holds agent settings; Model and MaxTokens default from Models,
+	// and Skills is always the catalog the skill tool reads.
 	Agent agent.Settings
 	// Plugins are registered after the builtin plugin, in order (so the
 	// last one has the highest priority); remote interceptors are plugins.
@@ -109,11 +114,13 @@ func NewRuntime(ctx context.Context, o RuntimeOptions) (*Runtime, error) {
 	if rt.shells, err = toolkit.NewShells(); err != nil {
 		return nil, err
 	}
+	catalog := skills.New(skills.Options{Config: o.SkillConfig, Log: o.Log})
+	o.Agent.Skills = catalog
 	reg := &tools.Registry{}
 	runtimeOptions := func(ctx context.Context, session string) (hooks.RuntimeOptions, error) {
 		return rt.reg.RuntimeOptions(ctx, hooks.RuntimeOptionsInput{SessionID: session, Workspace: o.Workspace})
 	}
-	if err := toolkit.Register(reg, toolkit.Options{Shells: rt.shells, RuntimeOptions: runtimeOptions}); err != nil {
+	if err := toolkit.Register(reg, toolkit.Options{Shells: rt.shells, RuntimeOptions: runtimeOptions, Skills: catalog}); err != nil {
 		return nil, err
 	}
 	reg.Freeze()

@@ -29,6 +29,13 @@ type Tape interface {
 // system_prompt results) for a step's prompt text.
 type SystemPrompt func(ctx context.Context, prompt string, state *bub.State) (string, error)
 
+// Skills renders the skills block of a step's system prompt for the
+// step's prompt text and the turn state (workspace, allowed_skills);
+// *skills.Catalog implements it.
+type Skills interface {
+	Prompt(ctx context.Context, prompt string, state *bub.State) (string, error)
+}
+
 // Settings are the agent's model settings.
 type Settings struct {
 	// Model is the default "provider:model".
@@ -38,6 +45,10 @@ type Settings struct {
 	MaxTokens int
 	// MaxSteps bounds the steps of a run (0 = unlimited).
 	MaxSteps int
+	// Skills supplies the skills block, the last block of every step's
+	// system prompt; nil means none. Give it the catalog the skill tool
+	// reads.
+	Skills Skills
 }
 
 // Agent runs agent loops. It holds no per-run state and is safe for

@@ -3,6 +3,8 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"github.com/bubbus/bub/pkg/bub"
 	"github.com/bubbus/bub/pkg/events"
 	"github.com/bubbus/bub/pkg/hooks"
+	"github.com/bubbus/bub/pkg/skills"
 	"github.com/bubbus/bub/pkg/tape"
 	"github.com/bubbus/bub/pkg/tools"
 	"github.com/bubbus/bub/pkg/tools/builtin"
@@ -156,5 +159,35 @@ func TestCommandRunsBash(t *testing.T) {
 	}
 	if fin := eventsOf[*events.CommandFinished](e.log)[0]; fin.Name != "echo" || fin.Command != "echo hi   there" || fin.Status != events.CommandOK {
 		t.Errorf("CommandFinished %+v", fin)
+	}
+}
+
+// TestCommandRunsSkill: ",skill name=<n>" names the registered skill tool,
+// so the agent runs it (not bash) and answers the skill's body.
+func TestCommandRunsSkill(t *testing.T) {
+	shells, err := builtin.NewShells()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = shells.Close() })
+	ws := t.TempDir()
+	dir := filepath.Join(ws, skills.ProjectDir, "demo")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, skills.FileName), []byte("---\nname: demo\ndescription: A demo\n---\nDo it.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, nil)
+	if err := builtin.Register(e.tools, builtin.Options{Shells: shells, Skills: skills.New(skills.Options{Home: t.TempDir()})}); err != nil {
+		t.Fatal(err)
+	}
+	e.state.Set(bub.StateWorkspace, ws)
+	out := e.mustRun(",skill name=demo")
+	if want := "Location: " + filepath.Join(dir, skills.FileName) + "\n---\nDo it."; out.Text != want {
+		t.Errorf("output %q, want %q", out.Text, want)
+	}
+	if started := eventsOf[*events.ToolCallStarted](e.log)[0]; started.Call.Tool != "skill" || !reflect.DeepEqual(started.Call.Arguments, map[string]any{"name": "demo"}) {
+		t.Errorf("call %+v", started.Call)
 	}
 }

@@ -3,7 +3,10 @@
 // event of seed 002 emitted on the run's in-process events.Bus.
 //
 // Start with [Agent.Run] (loop.go is the loop; step.go one step; tools.go
-// the tool executor; command.go comma commands). The loop knows no hooks:
+// the tool executor; command.go comma commands). A step's system prompt
+// is the hooks' fragment, the tools block and the skills block of
+// [Settings.Skills] (see package skills), joined by blank lines. The loop
+// knows no hooks:
 // hooks reach it through the AgentPlugins adapter ([Plugins]), which
 // registers handlers on the bus in hook priority order. Looking for the
 // turn around a run (resolve_session … dispatch_outbound)? See package

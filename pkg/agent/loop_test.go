@@ -22,6 +22,7 @@ import (
 	"github.com/bubbus/bub/pkg/llm"
 	"github.com/bubbus/bub/pkg/llm/openai"
 	"github.com/bubbus/bub/pkg/llm/providers"
+	"github.com/bubbus/bub/pkg/skills"
 	"github.com/bubbus/bub/pkg/tape"
 	"github.com/bubbus/bub/pkg/tools"
 	"github.com/bubbus/bub/pkg/tools/builtin"
@@ -643,6 +644,47 @@ func TestSystemPrompt(t *testing.T) {
 	want := "You answer \"hi\" for session-test.\n\n<available_tools>\n- text_upper(text): test tool text.upper\n</available_tools>"
 	if got := e.requests()[0].Messages[0]; got.Role != llm.RoleSystem || got.Content.PlainText() != want {
 		t.Errorf("system message %+v\nwant %q", got, want)
+	}
+}
+
+// TestSkillsBlock: with Settings.Skills the skills block of the state's
+// workspace follows the tools block; a skill the step's prompt names as
+// $name is expanded (so only in the first step: later steps' prompt is
+// the continue prompt), and allowed_skills limits the block.
+func TestSkillsBlock(t *testing.T) {
+	ws := t.TempDir()
+	dir := filepath.Join(ws, skills.ProjectDir, "demo")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, skills.FileName), []byte("---\nname: demo\ndescription: A demo\n---\nLook in $SKILL_DIR.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	catalog := skills.New(skills.Options{Home: t.TempDir()})
+	var calls countCalls
+	e := newEnv(t, []fakellm.Step{{ToolCalls: []fakellm.ToolCall{call("text_upper", `{"text":"a"}`)}}, {Text: "ok"}},
+		withTools(upperTool(&calls)), withSettings(agent.Settings{Model: "openai:fake", Skills: catalog}))
+	e.state.Set(bub.StateWorkspace, ws)
+	e.mustRun("follow $demo")
+	toolsBlock := "<available_tools>\n- text_upper(text): test tool text.upper\n</available_tools>"
+	expanded := toolsBlock + "\n\n<available_skills>\n- demo: A demo\n  Location: " + filepath.Join(dir, skills.FileName) + "\nLook in " + dir + ".\n</available_skills>"
+	listed := toolsBlock + "\n\n<available_skills>\n- demo: A demo\n</available_skills>"
+	reqs := e.requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	for i, want := range []string{expanded, listed} {
+		if got := reqs[i].Messages[0]; got.Role != llm.RoleSystem || got.Content.PlainText() != want {
+			t.Errorf("step %d system message %q\nwant %q", i+1, got.Content.PlainText(), want)
+		}
+	}
+
+	e = newEnv(t, []fakellm.Step{{Text: "ok"}}, withTools(upperTool(&calls)), withSettings(agent.Settings{Model: "openai:fake", Skills: catalog}))
+	e.state.Set(bub.StateWorkspace, ws)
+	e.state.Set(bub.StateAllowedSkills, []string{"other"})
+	e.mustRun("follow $demo")
+	if got := e.requests()[0].Messages[0].Content.PlainText(); got != toolsBlock {
+		t.Errorf("system prompt with demo not allowed %q", got)
 	}
 }
 

@@ -108,8 +108,8 @@ func (a *Agent) step(ctx context.Context, r *Run, step int, model string, prompt
 	return out, err
 }
 
-// systemPrompt joins the non-empty blocks: the hooks' fragment, then the
-// tools block.
+// systemPrompt joins the non-empty blocks with blank lines (Bub §5.4):
+// the hooks' fragment, the tools block, then the skills block.
 func (a *Agent) systemPrompt(ctx context.Context, r *Run, prompt llm.Content, offered []tools.Tool) (string, error) {
 	var blocks []string
 	if a.system != nil {
@@ -120,6 +120,13 @@ func (a *Agent) systemPrompt(ctx context.Context, r *Run, prompt llm.Content, of
 		blocks = append(blocks, s)
 	}
 	blocks = append(blocks, tools.RenderPrompt(offered))
+	if a.settings.Skills != nil {
+		s, err := a.settings.Skills.Prompt(ctx, prompt.PlainText(), r.State)
+		if err != nil {
+			return "", err
+		}
+		blocks = append(blocks, s)
+	}
 	nonEmpty := blocks[:0]
 	for _, b := range blocks {
 		if b != "" {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bubbus/bub/pkg/bub"
+	bubconfig "github.com/bubbus/bub/pkg/config"
 	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/llm"
 	"github.com/bubbus/bub/pkg/tools"
@@ -559,56 +560,24 @@ func (s Startup[S, C]) RegisterCLICommands(ctx context.Context, in RegisterCLICo
 
 // OnboardConfig dispatches onboard_config in REGISTRATION order (builtin
 // first). Each implementation sees a copy of in.Current merged with the
-// fragments so far; each fragment is merged recursively (maps merge, any
-// other value replaces), so a later, higher-priority fragment wins. A nil
+// fragments so far; each fragment is merged by [bubconfig.Merge] (maps merge,
+// any other value replaces), so a later, higher-priority fragment wins. A nil
 // fragment is skipped. Returns the merged configuration.
 func (s Startup[S, C]) OnboardConfig(ctx context.Context, in OnboardConfigInput) (map[string]any, error) {
 	list := s.r.tab.Load().onboardConfig
-	config := deepCopyMap(in.Current)
+	merged := bubconfig.Clone(in.Current)
+	if merged == nil {
+		merged = map[string]any{}
+	}
 	for i := len(list) - 1; i >= 0; i-- {
-		in.Current = deepCopyMap(config)
+		in.Current = bubconfig.Clone(merged)
 		fragment, err := guard2(ctx, list[i].hook, in, ConfigOnboarder.OnboardConfig)
 		if err != nil {
 			return nil, &HookError{Hook: HookOnboardConfig, Plugin: list[i].plugin, Err: err}
 		}
-		mergeConfig(config, fragment)
+		bubconfig.Merge(merged, fragment)
 	}
-	return config, nil
-}
-
-// mergeConfig merges src into dst recursively, deep-copying what it takes.
-func mergeConfig(dst, src map[string]any) {
-	for k, v := range src {
-		if sm, ok := v.(map[string]any); ok {
-			if dm, ok := dst[k].(map[string]any); ok {
-				mergeConfig(dm, sm)
-				continue
-			}
-		}
-		dst[k] = deepCopy(v)
-	}
-}
-
-func deepCopyMap(m map[string]any) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = deepCopy(v)
-	}
-	return out
-}
-
-func deepCopy(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		return deepCopyMap(v)
-	case []any:
-		out := make([]any, len(v))
-		for i, x := range v {
-			out[i] = deepCopy(x)
-		}
-		return out
-	}
-	return v
+	return merged, nil
 }
 
 // Channels dispatches provide_channels (broadcast, deduplicated): the

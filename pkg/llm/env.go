@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/bubbus/bub/pkg/config"
 )
 
 // Environment variables read by [ConfigFromEnv].
@@ -30,26 +32,14 @@ const (
 // BUB_FALLBACK_MODELS.
 var envProviders = []string{"openai", "openrouter", "ollama", "vllm", "llamacpp", "custom"}
 
-// EnvAPIKey returns the per-provider key variable, e.g. BUB_OPENAI_API_KEY.
-func EnvAPIKey(provider string) string { return "BUB_" + envToken(provider) + "_API_KEY" }
+// EnvAPIKey returns the per-provider key variable, e.g. BUB_OPENAI_API_KEY:
+// the variable of the config key path <provider>.api_key
+// ([config.EnvName]).
+func EnvAPIKey(provider string) string { return config.EnvName(provider + ".api_key") }
 
 // EnvAPIBase returns the per-provider base variable, e.g.
 // BUB_VLLM_API_BASE.
-func EnvAPIBase(provider string) string { return "BUB_" + envToken(provider) + "_API_BASE" }
-
-// envToken upper-cases provider and replaces what a shell variable name
-// cannot hold with '_'.
-func envToken(provider string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z':
-			return r - 'a' + 'A'
-		case r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
-			return r
-		}
-		return '_'
-	}, provider)
-}
+func EnvAPIBase(provider string) string { return config.EnvName(provider + ".api_base") }
 
 // ConfigFromEnv reads the BUB_* model settings through getenv (pass
 // os.Getenv) and validates them. An unset, empty or "null" variable keeps

@@ -14,7 +14,10 @@
 //   - [Store] = [Reader] + [Appender] + [Resetter] + [Lister] + [Indexer];
 //     optional [Archiver]. [JetStreamStore] is the production store
 //     ([NewJetStreamStore]); [MemoryStore] is for unit tests. Both pass the
-//     conformance suite in package tapetest.
+//     conformance suite in package tapetest. A store written outside this
+//     package decides each append with [PlanAppend] (and [Index.Advance]
+//     for entries it did not write), as MemoryStore does; see
+//     examples/plugins/jsonltape for a JSONL directory store.
 //   - [Index], kept per tape beside the entries: committed range, anchors,
 //     commit ids and watermarks. [Indexer.WaitWatermark] gives
 //     read-your-writes: the recorder appends with [WithWatermark] and a

@@ -195,8 +195,9 @@ func normalize(e Entry) (Entry, error) {
 	return e, nil
 }
 
-// clone returns a deep copy of a stored (already normalized) entry.
-func (e Entry) clone() Entry {
+// Clone returns a deep copy of e, a stored (already normalized) entry:
+// its payload and meta may be modified without changing e.
+func (e Entry) Clone() Entry {
 	e.Payload = cloneValue(e.Payload).(map[string]any)
 	e.Meta = cloneValue(e.Meta).(map[string]any)
 	return e

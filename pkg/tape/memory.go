@@ -22,7 +22,6 @@ type MemoryStore struct {
 
 type memTape struct {
 	entries []Entry
-	seqs    []uint64
 	index   Index
 }
 
@@ -70,51 +69,37 @@ func (s *MemoryStore) Fetch(ctx context.Context, tape string, q Query) ([]Entry,
 	}
 	copies := make([]Entry, len(out))
 	for i, e := range out {
-		copies[i] = e.clone()
+		copies[i] = e.Clone()
 	}
 	return copies, nil
 }
 
 // Append implements [Appender].
 func (s *MemoryStore) Append(ctx context.Context, tape string, entries []Entry, opts ...AppendOption) ([]Entry, error) {
-	o, err := resolveAppendOptions(opts)
-	if err != nil {
-		return nil, err
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := s.tape(tape)
-	if o.commitID != "" {
-		if c, ok := t.index.Commit(o.commitID); ok {
-			if c.Count == 0 {
-				return []Entry{}, nil
-			}
-			return cloneEntries(t.entries[c.FirstID-1 : c.FirstID-1+int64(c.Count)]), nil
-		}
-	}
-	first := t.index.LastID + 1
-	if o.reset {
-		first = 1
-	}
-	stored, err := numberEntries(entries, first)
+	p, err := PlanAppend(t.index, entries, s.seq+1, opts...)
 	if err != nil {
 		return nil, err
 	}
-	seqs := make([]uint64, len(stored))
-	for i := range seqs {
-		s.seq++
-		seqs[i] = s.seq
+	if p.Replay {
+		if p.Commit.Count == 0 {
+			return []Entry{}, nil
+		}
+		return cloneEntries(t.entries[p.Commit.FirstID-1 : p.Commit.FirstID-1+int64(p.Commit.Count)]), nil
 	}
-	if o.reset {
-		t.entries, t.seqs = nil, nil
+	if p.Reset {
+		t.entries = nil
 	}
+	s.seq += uint64(len(p.Stored))
 	// Replace rather than append in place: Fetch reads t.entries unlocked.
-	t.entries = append(slices.Clip(t.entries), stored...)
-	t.seqs = append(slices.Clip(t.seqs), seqs...)
-	t.index = t.index.next(stored, seqs, o)
-	t.index.Revision++
+	t.entries = append(slices.Clip(t.entries), p.Stored...)
+	rev := t.index.Revision
+	t.index = p.Index
+	t.index.Revision = rev + 1
 	s.notify()
-	return cloneEntries(stored), nil
+	return cloneEntries(p.Stored), nil
 }
 
 // Reset implements [Resetter].
@@ -142,7 +127,7 @@ func (s *MemoryStore) Index(ctx context.Context, tape string) (Index, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if t := s.tapes[tape]; t != nil {
-		return t.index.clone(), nil
+		return t.index.Clone(), nil
 	}
 	return Index{Tape: tape}, nil
 }
@@ -153,7 +138,7 @@ func (s *MemoryStore) WaitWatermark(ctx context.Context, tape, key string, atLea
 		s.mu.Lock()
 		ix := Index{Tape: tape}
 		if t := s.tapes[tape]; t != nil {
-			ix = t.index.clone()
+			ix = t.index.Clone()
 		}
 		changed := s.changed
 		s.mu.Unlock()
@@ -199,7 +184,7 @@ func (s *MemoryStore) ReadArchive(ctx context.Context, location string) ([]Entry
 func cloneEntries(entries []Entry) []Entry {
 	out := make([]Entry, len(entries))
 	for i, e := range entries {
-		out[i] = e.clone()
+		out[i] = e.Clone()
 	}
 	return out
 }

@@ -260,8 +260,8 @@ func (ix Index) Commit(id string) (CommitRef, bool) {
 	return CommitRef{}, false
 }
 
-// clone returns a copy whose slices and map may be modified.
-func (ix Index) clone() Index {
+// Clone returns a copy of ix whose slices and map may be modified.
+func (ix Index) Clone() Index {
 	ix.RecentAnchors = slices.Clone(ix.RecentAnchors)
 	ix.Commits = slices.Clone(ix.Commits)
 	ix.Watermarks = maps.Clone(ix.Watermarks)
@@ -271,7 +271,7 @@ func (ix Index) clone() Index {
 // next returns the index after committing stored (entries at positions
 // seqs) with o. Every store computes its index with it.
 func (ix Index) next(stored []Entry, seqs []uint64, o appendOptions) Index {
-	nx := ix.clone()
+	nx := ix.Clone()
 	if o.reset {
 		nx = Index{Tape: ix.Tape, Seq: ix.Seq, Watermarks: nx.Watermarks}
 	}
@@ -332,4 +332,67 @@ func numberEntries(entries []Entry, first int64) ([]Entry, error) {
 		out[i] = n
 	}
 	return out, nil
+}
+
+// AppendPlan is one [Appender.Append] call decided against the tape's
+// committed index, by [PlanAppend].
+type AppendPlan struct {
+	// Replay is true when the batch's commit id was committed before: the
+	// store writes nothing and returns the entries Commit locates (none
+	// when its Count is 0).
+	Replay bool
+	Commit CommitRef
+	// Reset is true when the store empties the tape before writing Stored,
+	// in the same atomic step.
+	Reset bool
+	// Stored are the entries to write: normalized copies numbered from the
+	// last id + 1 (from 1 after a reset).
+	Stored []Entry
+	// Index is the tape's index once Stored are committed. Its Revision is
+	// the store's to set.
+	Index Index
+}
+
+// PlanAppend is the store-independent part of [Appender.Append] for a store
+// kept outside this package: it resolves opts and decides the batch of
+// entries against ix, the tape's committed index, with the entries at
+// store positions firstSeq, firstSeq+1, … (see [Index]). The store then
+// writes the plan atomically under its own lock. Every store that uses it
+// numbers, deduplicates and indexes batches exactly like [MemoryStore].
+func PlanAppend(ix Index, entries []Entry, firstSeq uint64, opts ...AppendOption) (AppendPlan, error) {
+	o, err := resolveAppendOptions(opts)
+	if err != nil {
+		return AppendPlan{}, err
+	}
+	if o.commitID != "" {
+		if c, ok := ix.Commit(o.commitID); ok {
+			return AppendPlan{Replay: true, Commit: c, Index: ix.Clone()}, nil
+		}
+	}
+	first := ix.LastID + 1
+	if o.reset {
+		first = 1
+	}
+	stored, err := numberEntries(entries, first)
+	if err != nil {
+		return AppendPlan{}, err
+	}
+	return AppendPlan{Reset: o.reset, Stored: stored, Index: ix.next(stored, positions(firstSeq, len(stored)), o)}, nil
+}
+
+// Advance returns the index after entries, already numbered, were added at
+// store positions firstSeq, firstSeq+1, … without a commit id or
+// watermarks: for a store that finds entries it did not write itself (a
+// tape file another program appended to).
+func (ix Index) Advance(entries []Entry, firstSeq uint64) Index {
+	return ix.next(entries, positions(firstSeq, len(entries)), appendOptions{})
+}
+
+// positions returns n consecutive store positions from first.
+func positions(first uint64, n int) []uint64 {
+	seqs := make([]uint64, n)
+	for i := range seqs {
+		seqs[i] = first + uint64(i)
+	}
+	return seqs
 }

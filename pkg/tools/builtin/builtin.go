@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/bubbus/bub/pkg/hooks"
+	"github.com/bubbus/bub/pkg/skills"
 	"github.com/bubbus/bub/pkg/tools"
 )
 
@@ -28,6 +29,11 @@ type Options struct {
 	// session; `,model` without a model lists it. Nil means `,model`
 	// always needs a model.
 	RuntimeOptions RuntimeOptions
+	// Skills is what the skill tool reads; nil means a catalog of the
+	// workspace's and the user's skills without config values
+	// (skills.New(skills.Options{})). The agent's skills block should
+	// use the same catalog.
+	Skills *skills.Catalog
 
 	registry *tools.Registry // set by Register, for the subagent tool
 }
@@ -37,8 +43,8 @@ type Options struct {
 type RuntimeOptions func(ctx context.Context, sessionID string) (hooks.RuntimeOptions, error)
 
 // toolsets lists the builtin tool groups, one per file. A group added in
-// its own file (tape.*, skill, subagent, spill.read) is one more entry.
-var toolsets = []func(Options) []tools.Tool{shellTools, fsTools, webTools, sessionTools, tapeTools, subagentTools}
+// its own file (spill.read, say) is one more entry.
+var toolsets = []func(Options) []tools.Tool{shellTools, fsTools, webTools, sessionTools, tapeTools, skillTools, subagentTools}
 
 // Register adds the builtin tools to reg. It fails when opts.Shells is
 // nil or a tool cannot be registered (e.g. its name is taken).
@@ -47,6 +53,9 @@ func Register(reg *tools.Registry, opts Options) error {
 		return errors.New("register builtin tools: Options.Shells is required")
 	}
 	opts.registry = reg
+	if opts.Skills == nil {
+		opts.Skills = skills.New(skills.Options{})
+	}
 	var errs []error
 	for _, set := range toolsets {
 		for _, t := range set(opts) {

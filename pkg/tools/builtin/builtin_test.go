@@ -18,12 +18,12 @@ func TestRegister(t *testing.T) {
 		all = append(all, tl.Name)
 	}
 	wantAll := []string{"bash", "bash.kill", "bash.output", "fs.edit", "fs.read", "fs.write", "help", "model", "quit", "reasoning_effort",
-		"subagent", "tape.anchors", "tape.handoff", "tape.info", "tape.reset", "tape.search", "web.fetch"}
+		"skill", "subagent", "tape.anchors", "tape.handoff", "tape.info", "tape.reset", "tape.search", "web.fetch"}
 	if !slices.Equal(all, wantAll) {
 		t.Errorf("registered %v, want %v", all, wantAll)
 	}
-	// Bub's model-visible set, less skill and spill_read (not built).
-	wantModel := []string{"bash", "bash_kill", "bash_output", "fs_edit", "fs_read", "fs_write", "subagent",
+	// Bub's model-visible set, less spill_read (not built).
+	wantModel := []string{"bash", "bash_kill", "bash_output", "fs_edit", "fs_read", "fs_write", "skill", "subagent",
 		"tape_anchors", "tape_handoff", "tape_info", "tape_reset", "tape_search", "web_fetch"}
 	if got := e.reg.ModelNames(); !slices.Equal(got, wantModel) {
 		t.Errorf("model-visible tools %v, want %v", got, wantModel)
@@ -49,6 +49,7 @@ func TestPrompt(t *testing.T) {
 		"- fs_write(path, content): Write content to a text file.",
 		"- fs_edit(path, old, new, start?): Edit a text file",
 		"- web_fetch(url, headers?, timeout?): Fetch(GET)",
+		"- skill(name?): Load the skill content by name.",
 	} {
 		if !strings.Contains(prompt, "\n"+line) {
 			t.Errorf("tools prompt lacks %q:\n%s", line, prompt)

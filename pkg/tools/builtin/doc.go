@@ -1,7 +1,10 @@
 // Package builtin provides Bub's builtin tools: bash, bash.output and
 // bash.kill (shell processes), fs.read, fs.write and fs.edit (confined to
-// the workspace), web.fetch, and the command-only help, model,
-// reasoning_effort and quit.
+// the workspace), web.fetch, tape.info, tape.search, tape.reset,
+// tape.handoff and tape.anchors, skill (a skill's body, or the list of
+// skills, from the [skills.Catalog] of [Options]; the turn state's
+// allowed_skills limits both), subagent, and the command-only help,
+// model, reasoning_effort and quit.
 //
 // Start with [Register], which adds them to a [tools.Registry] given
 // [Options]; the worker owns the [Shells] manager it passes there and
@@ -19,7 +22,8 @@
 // The package is Unix-only (process groups and signals).
 //
 // Looking for the tool model, the registry or comma-command parsing? See
-// package tools. For where tool calls run inside a turn see package agent.
-// The tape.*, skill, subagent and spill.read tools join in files of their
-// own, each one more entry in the list of tool groups Register walks.
+// package tools. For where tool calls run inside a turn see package agent;
+// for skill discovery see package skills. Each tool group lives in a file
+// of its own and is one entry in the list of groups Register walks
+// (spill.read is not built yet).
 package builtin
