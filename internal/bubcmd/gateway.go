@@ -25,10 +25,25 @@ type gatewayFlags struct {
 }
 
 // bind registers --enable-channel (repeatable; default
-// BUB_ENABLED_CHANNELS, else all).
-func (f *gatewayFlags) bind(fs *pflag.FlagSet, getenv cli.Getenv) {
-	fs.StringArrayVar(&f.enabled, "enable-channel", []string{cli.EnvOr(getenv, "BUB_ENABLED_CHANNELS", "all")},
+// BUB_ENABLED_CHANNELS or enabled_channels in config.yaml, else all).
+func (f *gatewayFlags) bind(fs *pflag.FlagSet, env *Env) {
+	fs.StringArrayVar(&f.enabled, "enable-channel", []string{enabledDefault(env)},
 		"channel to run, repeatable or a comma list; all = every regular channel, !name excludes one (env BUB_ENABLED_CHANNELS)")
+}
+
+// enabledDefault is BUB_ENABLED_CHANNELS (which a list or string
+// enabled_channels in config.yaml stands for), "" when the file sets
+// enabled_channels empty (nothing enabled, as in Bub), else "all".
+func enabledDefault(env *Env) string {
+	if v := env.Getenv("BUB_ENABLED_CHANNELS"); v != "" {
+		return v
+	}
+	if env.Lookup != nil {
+		if v, ok := env.Lookup("enabled_channels"); ok && v != nil {
+			return ""
+		}
+	}
+	return "all"
 }
 
 // options returns the gateway options of the flags and the environment:
@@ -108,7 +123,7 @@ func NewGateway(env *Env) *cobra.Command {
 	return newServiceCommand(env, service{
 		name:  "gateway",
 		short: "Run the enabled channels: publish what they receive, deliver the replies addressed to them",
-		bind:  func(fs *pflag.FlagSet) { f.bind(fs, env.Getenv) },
+		bind:  func(fs *pflag.FlagSet) { f.bind(fs, env) },
 		prepare: func(ctx context.Context) error {
 			var err error
 			if o, err = f.options(env); err != nil {

@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/bubbus/bub/internal/gateway"
 	"github.com/bubbus/bub/internal/natstest"
@@ -213,5 +217,34 @@ func TestUpRunsTelegram(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "gateway true") {
 		t.Fatalf("bub up did not report its gateway:\n%s", out.String())
+	}
+}
+
+// TestGatewayWithEmptyConfigFails is behaviour check 88 through the
+// configuration file: `enabled_channels: ""` enables nothing.
+func TestGatewayWithEmptyConfigFails(t *testing.T) {
+	home := t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte("enabled_channels: \"\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("BUB_HOME", home)
+	t.Setenv("BUB_ENABLED_CHANNELS", "")
+	var out bytes.Buffer
+	err := Exec(t.Context(), []string{"--home", home}, Stdio{Out: &out, Err: &out}, nil, func(_ context.Context, env *Env) (*cobra.Command, error) {
+		return NewGateway(env), nil
+	})
+	if !errors.Is(err, gateway.ErrNoChannels) {
+		t.Fatalf("err = %v", err)
+	}
+	// Without the key, all is the default (and here no NATS URL is the
+	// next problem).
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte("model: echo:echo\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err = Exec(t.Context(), []string{"--home", home}, Stdio{Out: &out, Err: &out}, nil, func(_ context.Context, env *Env) (*cobra.Command, error) {
+		return NewGateway(env), nil
+	})
+	if err == nil || errors.Is(err, gateway.ErrNoChannels) || !strings.Contains(err.Error(), "NATS URL") {
+		t.Fatalf("without enabled_channels: %v", err)
 	}
 }

@@ -117,7 +117,7 @@ gateway runs when a channel other than http (served by ingress) and cli
 	bindIngress(cmd.Flags(), &ingressOpts.HTTP, getenv)
 	cmd.Flags().StringVar(&natsListen, "nats-listen", cli.EnvOr(getenv, "BUB_NATS_LISTEN", "127.0.0.1:4222"), "address the embedded NATS server listens on (empty = in-process only)")
 	cmd.Flags().IntVar(&workers, "workers", 1, "worker instances in this process")
-	gf.bind(cmd.Flags(), getenv)
+	gf.bind(cmd.Flags(), env)
 	cmd.Flags().StringVar(&services, "services", "ingress,worker,recorder,gateway", "services to run (comma list; empty = NATS only); the gateway runs only when a channel besides http and cli is enabled")
 	return cmd
 }
