@@ -32,8 +32,11 @@ type Provider func(ctx context.Context, handler hooks.MessageHandler) ([]hooks.C
 // Options configures a gateway. Every field without a documented default
 // is required.
 type Options struct {
-	NC    *nats.Conn
-	JS    jetstream.JetStream
+	// NC and JS are the gateway's connection (the max-deliveries advisory
+	// watcher subscribes on NC).
+	NC *nats.Conn
+	JS jetstream.JetStream
+	// Names are the deployment's NATS names.
 	Names subjects.Names
 	// Topology sizes the gateway consumers (GatewayAckWait,
 	// GatewayMaxDeliver); the streams and the delivered bucket must exist
@@ -214,9 +217,6 @@ func selectChannels(ctx context.Context, p Provider, handler hooks.MessageHandle
 	}
 	return selected, nil
 }
-
-// Manager returns the manager running the gateway's channels.
-func (g *Gateway) Manager() *channels.Manager { return g.mgr }
 
 // publish is the handler of the channels' messages: a message without an
 // id is given one, then it goes to the inbound stream exactly like an
