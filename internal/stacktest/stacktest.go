@@ -45,8 +45,8 @@ type Cluster struct {
 }
 
 // Start runs a recorder and one worker (model "openai:fake" on the fake
-// server), each over its own connection, and stops them when the test
-// ends.
+// server), each over its own connection, waits until they created their
+// streams and consumers, and stops them when the test ends.
 func Start(t testing.TB, o Options) *Cluster {
 	t.Helper()
 	if o.Instance == "" {
@@ -82,6 +82,16 @@ func Start(t testing.TB, o Options) *Cluster {
 		t.Fatal(err)
 	}
 	t.Cleanup(conn.Close)
+	// Ready: the services created their streams and consumers.
+	natstest.Eventually(t, Wait, func() (bool, string) {
+		if _, err := conn.JS.Consumer(t.Context(), conn.Names.InboundStream(), conn.Names.WorkerConsumer()); err != nil {
+			return false, "worker consumer: " + err.Error()
+		}
+		if _, err := conn.JS.Consumer(t.Context(), conn.Names.EventsStream(), conn.Names.RecorderConsumer()); err != nil {
+			return false, "recorder consumer: " + err.Error()
+		}
+		return true, ""
+	})
 	gw, err := ingress.NewGateway(conn.NC, conn.JS, conn.Names, events.Source("ingress", o.Instance), nil)
 	if err != nil {
 		t.Fatal(err)
