@@ -106,8 +106,8 @@ func samples() map[string]func(events.Attrs) (ce.Event, error) {
 			Prompt: llm.Content{Parts: []llm.Part{{Type: "text", Text: "what is this?"}, {Type: "image_url", ImageURL: &llm.URLPart{URL: "https://example.com/a.png"}}}}}),
 		events.TypeHookDecision: conv(&events.HookDecision{Meta: m, Plugin: "policy", Remote: true, Hook: "before_tool_call",
 			Action: "deny", Detail: map[string]any{"tool": "bash"}, DurationMS: 3, Err: bub.Errorf(bub.KindTemporary, "slow")}),
-		events.TypeTapeEvent:   conv(&events.TapeEventRecorded{Meta: m, Name: "order.reviewed", Data: map[string]any{"order_id": "A123"}}),
-		events.TypeTurnError:   conv(&events.TurnError{Meta: m, Stage: "turn", EnvelopeID: env.ID, Err: bub.Errorf(bub.KindConfig, "no model configured")}),
+		events.TypeTapeEvent: conv(&events.TapeEventRecorded{Meta: m, Name: "order.reviewed", Data: map[string]any{"order_id": "A123"}}),
+		events.TypeTurnError: conv(&events.TurnError{Meta: m, Stage: "turn", EnvelopeID: env.ID, Err: bub.Errorf(bub.KindConfig, "no model configured")}),
 		// As the admission gate publishes it: before any run, with the id
 		// "<envelope id>/dropped".
 		events.TypeTurnDropped: func(a events.Attrs) (ce.Event, error) {
