@@ -72,11 +72,28 @@ func captureReal(t *testing.T) map[string][]byte {
 		Plugins: []hooks.Plugin{goldenPolicy{}},
 	})
 	out := map[string][]byte{}
-	keep := func(data []byte) {
+	// keep records the event and checks its id against the wire: the
+	// Nats-Msg-Id (when it came from a stream) and the documented form.
+	keep := func(data []byte, msgID string) {
 		ev, err := events.Decode(map[string][]string{"Content-Type": {events.ContentTypeStructured}}, data)
 		if err != nil {
 			t.Errorf("captured event: %v", err)
 			return
+		}
+		if msgID != "" && msgID != ev.ID() {
+			t.Errorf("%s: id %q, Nats-Msg-Id %q", ev.Type(), ev.ID(), msgID)
+		}
+		switch typ := ev.Type(); {
+		case typ == events.TypeEnvelopeInbound:
+			if ev.ID() != goldenInboundID && ev.ID() != goldenCommandID {
+				t.Errorf("inbound id %q is not the envelope id", ev.ID())
+			}
+		case typ == events.TypeEnvelopeOutbound:
+			if ev.ID() != goldenInboundID+"/0" && ev.ID() != goldenCommandID+"/0" {
+				t.Errorf("outbound id %q is not <inbound id>/0", ev.ID())
+			}
+		case !uuidV7.MatchString(ev.ID()):
+			t.Errorf("%s id %q is not a UUIDv7", typ, ev.ID())
 		}
 		if _, ok := out[ev.Type()]; !ok {
 			out[ev.Type()] = data
@@ -99,7 +116,7 @@ func captureReal(t *testing.T) map[string][]byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keep(m.Data)
+	keep(m.Data, m.Header.Get(nats.MsgIdHdr))
 	if err := inbound.Unsubscribe(); err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +138,7 @@ func captureReal(t *testing.T) map[string][]byte {
 			if raw.Header.Get(nats.MsgIdHdr) == "" {
 				t.Errorf("%s %d has no %s", stream, seq, nats.MsgIdHdr)
 			}
-			keep(raw.Data)
+			keep(raw.Data, raw.Header.Get(nats.MsgIdHdr))
 		}
 	}
 	return out
@@ -130,6 +147,7 @@ func captureReal(t *testing.T) map[string][]byte {
 // Normalisation of a captured event's volatile values (documented in
 // docs/events/README.md, "Golden examples").
 var (
+	uuidV7 = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 	// dateTime is an RFC 3339 time; its zone ("Z" or "+00:00") is kept.
 	dateTime = regexp.MustCompile(`\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})`)
 	// millis is a duration field of the compact JSON body.
