@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -39,12 +41,18 @@ var roles = []string{"ingress", "worker", "recorder", "interceptor", "observer",
 // and returns it with each role's password.
 func startServer(t *testing.T) (*natstest.Server, map[string]string) {
 	t.Helper()
+	return startServerWith(t, "nats/nats-server.conf")
+}
+
+// startServerWith is startServer with another configuration file.
+func startServerWith(t *testing.T, conf string) (*natstest.Server, map[string]string) {
+	t.Helper()
 	pw := map[string]string{}
 	for _, r := range roles {
 		pw[r] = "pw-" + r
 		t.Setenv("BUB_NATS_"+strings.ToUpper(r)+"_PASSWORD", pw[r])
 	}
-	opts, err := server.ProcessConfigFile("nats/nats-server.conf")
+	opts, err := server.ProcessConfigFile(conf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,5 +298,94 @@ func TestServicesRunUnderTheirNATSUsers(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Error("the observer may subscribe to interceptor requests")
+	}
+}
+
+// observerAllow is the observer's subscribe allow-list in
+// nats/nats-server.conf, which TestObserverNeverReadsHookRequests widens.
+const observerAllow = `allow: ["bub.events.>", "bub.outbound.>", "bub.stream.>"]`
+
+// TestObserverNeverReadsHookRequests: interceptor requests (bub.hook.>)
+// carry prompts, tool arguments and turn state, so the observer user may
+// never read them. It subscribes to events and receives them, and its
+// subscription to bub.hook.> is a permissions violation — with the
+// deployment's configuration and with the same file whose observer
+// allow-list was widened to bub.>, where the explicit deny still keeps
+// the hook requests away from a bub.> subscription (nats sub 'bub.>').
+func TestObserverNeverReadsHookRequests(t *testing.T) {
+	conf, err := os.ReadFile("nats/nats-server.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(conf), observerAllow) {
+		t.Fatalf("nats/nats-server.conf has no observer allow-list %s", observerAllow)
+	}
+	widened := filepath.Join(t.TempDir(), "widened.conf")
+	if err := os.WriteFile(widened, []byte(strings.Replace(string(conf), observerAllow, `allow: ["bub.>"]`, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	names := subjects.Default()
+	hookSubject := names.HookAll()
+	for _, tc := range []struct{ name, conf, sub string }{
+		{"deployment", "nats/nats-server.conf", names.EventsAll()},
+		{"widened to bub.>", widened, "bub.>"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, pw := startServerWith(t, tc.conf)
+			violations := make(chan error, 4)
+			observer, err := nats.Connect(srv.URL, nats.UserInfo("observer", pw["observer"]), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+				violations <- err
+			}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer observer.Close()
+			seen, err := observer.SubscribeSync(tc.sub)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := observer.SubscribeSync(hookSubject); err != nil {
+				t.Fatal(err)
+			}
+			if err := observer.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-violations:
+				if !errors.Is(err, nats.ErrPermissionViolation) || !strings.Contains(err.Error(), hookSubject) {
+					t.Fatalf("observer subscribing to %s: %v, want a permissions violation for it", hookSubject, err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("the observer may subscribe to %s", hookSubject)
+			}
+			// A hook request, then an event, from one connection: the
+			// observer gets the event first, so the request never came.
+			admin, err := nats.Connect(srv.URL, nats.UserInfo("admin", pw["admin"]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer admin.Close()
+			event := names.Event("s", "run.started")
+			for _, subj := range []string{names.Hook("policy", string(hooks.HookBeforeToolCall)), event} {
+				if err := admin.Publish(subj, []byte("x")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := admin.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			m, err := seen.NextMsg(5 * time.Second)
+			if err != nil {
+				t.Fatalf("the observer got no event on %s: %v", tc.sub, err)
+			}
+			if m.Subject != event {
+				t.Fatalf("the observer's %s subscription got %s", tc.sub, m.Subject)
+			}
+			select {
+			case err := <-violations:
+				t.Fatalf("the observer met another error: %v", err)
+			default:
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package worker
 import (
 	"github.com/bubbus/bub/pkg/events"
 	"github.com/bubbus/bub/pkg/hooks"
+	"github.com/bubbus/bub/pkg/llm"
 )
 
 // decisionEvent turns a hook decision record into the hook.decision event
@@ -23,9 +24,8 @@ func decisionEvent(rec hooks.DecisionRecord) *events.HookDecision {
 	switch {
 	case rec.LLMDecision != nil:
 		ev.Detail["text"] = rec.LLMDecision.Text
-	case rec.Request != nil:
-		ev.Detail["model"] = rec.Request.Model
-		ev.Detail["max_tokens"] = rec.Request.MaxTokens
+	case rec.Request != nil && rec.Previous != nil:
+		ev.Detail = llm.Changes(*rec.Previous, *rec.Request)
 	case rec.ToolDecision != nil:
 		d := rec.ToolDecision
 		if d.Message != "" {

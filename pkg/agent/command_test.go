@@ -2,14 +2,17 @@ package agent_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/bubbus/bub/internal/fakellm"
 	"github.com/bubbus/bub/pkg/agent"
 	"github.com/bubbus/bub/pkg/bub"
 	"github.com/bubbus/bub/pkg/events"
@@ -189,5 +192,37 @@ func TestCommandRunsSkill(t *testing.T) {
 	}
 	if started := eventsOf[*events.ToolCallStarted](e.log)[0]; started.Call.Tool != "skill" || !reflect.DeepEqual(started.Call.Arguments, map[string]any{"name": "demo"}) {
 		t.Errorf("call %+v", started.Call)
+	}
+}
+
+// TestCommandCallHasNoCallID: a comma command reaches before_tool_call
+// like a model's tool call, with the tool's model-facing name and its
+// arguments but no call id — what tells a policy (and the builtin
+// unknown-tool recovery) that a person typed it; the model's call carries
+// its id.
+func TestCommandCallHasNoCallID(t *testing.T) {
+	var mu sync.Mutex
+	var seen []tools.Call
+	watch := beforeTool{"watch", func(_ context.Context, in hooks.BeforeToolCallInput) (*tools.Decision, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, in.Call)
+		return nil, nil
+	}}
+	var calls countCalls
+	e := newEnv(t, []fakellm.Step{
+		{ToolCalls: []fakellm.ToolCall{{ID: "call_7", Name: "greet", Arguments: json.RawMessage(`{"name": "Eve"}`)}}},
+		{Text: "done"},
+	}, withTools(commandTools(&calls)...), withPlugins(watch))
+	e.mustRun(",greet name=Bob")
+	e.mustRun("greet Eve")
+	mu.Lock()
+	defer mu.Unlock()
+	want := []tools.Call{
+		{RunID: "run-test", Tool: "greet", Arguments: map[string]any{"name": "Bob"}},
+		{RunID: "run-test", Tool: "greet", Arguments: map[string]any{"name": "Eve"}, CallID: "call_7"},
+	}
+	if !reflect.DeepEqual(seen, want) {
+		t.Fatalf("before_tool_call saw %+v\nwant %+v", seen, want)
 	}
 }

@@ -729,3 +729,53 @@ func TestContextReadError(t *testing.T) {
 		t.Errorf("recorded %v", got)
 	}
 }
+
+// TestBeforeLLMCallRequestIsEffective: what a before_llm_call hook makes
+// of the request is what the provider gets and what is recorded — a
+// withdrawn tool is not offered (nil tool names keep the tools, an empty
+// list withdraws them all), and a rewritten user message is the one
+// ChatFinished (the tape) records.
+func TestBeforeLLMCallRequestIsEffective(t *testing.T) {
+	offeredNames := func(req fakellm.Request) []string {
+		offered, _ := req.Fields["tools"].([]any)
+		var names []string
+		for _, o := range offered {
+			names = append(names, o.(map[string]any)["function"].(map[string]any)["name"].(string))
+		}
+		return names
+	}
+	other := tool("other.tool", nil, func(context.Context, *tools.Context, map[string]any) (any, error) { return "o", nil })
+	for _, tc := range []struct {
+		name  string
+		tools []string
+		want  []string
+	}{
+		{"withdrawn", []string{"text_upper"}, []string{"text_upper"}},
+		{"kept", nil, []string{"other_tool", "text_upper"}},
+		{"none", []string{}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls countCalls
+			rewrite := beforeLLM{"rewrite", func(_ context.Context, in hooks.BeforeLLMCallInput) (*llm.Request, *llm.Decision, error) {
+				req := in.Request.Clone()
+				req.ToolNames = tc.tools
+				last := len(req.Messages) - 1
+				req.Messages[last] = llm.Message{Role: llm.RoleUser, Content: llm.Text("rewritten")}
+				return &req, nil, nil
+			}}
+			e := newEnv(t, []fakellm.Step{{Text: "ok"}}, withTools(upperTool(&calls), other), withPlugins(rewrite))
+			e.mustRun("original")
+			req := e.requests()[0]
+			if got := offeredNames(req); !slices.Equal(got, tc.want) {
+				t.Errorf("offered tools %v, want %v", got, tc.want)
+			}
+			if got := req.LastUserText(); got != "rewritten" {
+				t.Errorf("the provider got user text %q", got)
+			}
+			chat := eventsOf[*events.ChatFinished](e.log)[0]
+			if len(chat.NewMessages) != 1 || chat.NewMessages[0].Content.PlainText() != "rewritten" {
+				t.Errorf("ChatFinished new messages %+v", chat.NewMessages)
+			}
+		})
+	}
+}

@@ -33,7 +33,9 @@ type Steering interface {
 // rules (the registry isolates a failing interception hook):
 //
 //   - before_llm_call → LLMCallStarted (a returned request replaces
-//     Request; finish sets Decision);
+//     Request — a nil ToolNames keeps the offered tools, an empty one
+//     withdraws them; finish sets Decision); the agent then calls the
+//     provider with exactly that request and records it;
 //   - after_llm_call → LLMCallFinished;
 //   - before_tool_call → ToolCallStarted (proceed with arguments replaces
 //     Call; deny and replace set Decision); the hooks see the arguments of
@@ -58,6 +60,9 @@ func Plugins(bus *events.Bus, hk Interceptors, steer Steering) (off func()) {
 		}),
 		events.On(bus, func(ctx context.Context, e *events.LLMCallStarted) error {
 			req, dec, err := hk.BeforeLLMCall(ctx, hooks.BeforeLLMCallInput{Request: e.Request, State: e.State})
+			if req.ToolNames == nil {
+				req.ToolNames = e.Request.ToolNames // absent keeps the tools; [] withdraws them
+			}
 			e.Request, e.Decision = req, dec
 			return err
 		}),

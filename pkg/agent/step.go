@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -63,8 +65,12 @@ func (a *Agent) step(ctx context.Context, r *Run, step int, model string, prompt
 	if err != nil {
 		return stepResult{}, err
 	}
+	// What the handlers made of the request is what the provider gets and
+	// what ChatFinished (the tape) records.
 	req = started.Request
+	chat.SystemPrompt, chat.NewMessages = req.SystemPrompt(), effectiveNew(req, history, len(newMessages))
 	chat.Provider, chat.Model = providerOf(req.Model), req.Model
+	offered = offeredByName(offered, req.ToolNames)
 	if d := started.Decision; d != nil {
 		text := d.Text
 		chat.ResponseText = &text
@@ -106,6 +112,31 @@ func (a *Agent) step(ctx context.Context, r *Run, step int, model string, prompt
 	chat.ToolCalls, chat.ToolResults = resp.ToolCalls, results
 	_, err = events.Emit(ctx, r.Bus, chat)
 	return out, err
+}
+
+// effectiveNew returns the messages of the step in req, the request after
+// the LLMCallStarted handlers: the conversation after history when it
+// still starts with history, otherwise its last n messages (the step's
+// messages were appended last).
+func effectiveNew(req llm.Request, history []llm.Message, n int) []llm.Message {
+	conv := req.Conversation()
+	if len(conv) >= len(history) && reflect.DeepEqual(conv[:len(history)], history) {
+		return conv[len(history):]
+	}
+	return conv[max(0, len(conv)-n):]
+}
+
+// offeredByName keeps the tools of offered that names (a request's
+// ToolNames, model-facing) still lists: a handler can withdraw tools from
+// a call; a name that was not offered offers nothing.
+func offeredByName(offered []tools.Tool, names []string) []tools.Tool {
+	out := offered[:0:0]
+	for _, t := range offered {
+		if slices.Contains(names, t.ModelName()) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // systemPrompt joins the non-empty blocks with blank lines (Bub §5.4):

@@ -38,7 +38,9 @@ const (
 
 // Attrs are the attributes Bub sets on every CloudEvent it publishes.
 type Attrs struct {
-	// ID is unique per event (a UUIDv7 when empty).
+	// ID is the event id and its Nats-Msg-Id (JetStream's dedupe key): a
+	// fresh UUIDv7 when empty, which lifecycle events use; envelopes pass
+	// their envelope id (docs/events/README.md, "Event ids").
 	ID string
 	// Source is /bub/<service>/<instance>.
 	Source string

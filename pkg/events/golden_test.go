@@ -106,10 +106,19 @@ func samples() map[string]func(events.Attrs) (ce.Event, error) {
 			Prompt: llm.Content{Parts: []llm.Part{{Type: "text", Text: "what is this?"}, {Type: "image_url", ImageURL: &llm.URLPart{URL: "https://example.com/a.png"}}}}}),
 		events.TypeHookDecision: conv(&events.HookDecision{Meta: m, Plugin: "policy", Remote: true, Hook: "before_tool_call",
 			Action: "deny", Detail: map[string]any{"tool": "bash"}, DurationMS: 3, Err: bub.Errorf(bub.KindTemporary, "slow")}),
-		events.TypeTapeEvent:   conv(&events.TapeEventRecorded{Meta: m, Name: "order.reviewed", Data: map[string]any{"order_id": "A123"}}),
-		events.TypeTurnError:   conv(&events.TurnError{Meta: m, Stage: "turn", EnvelopeID: env.ID, Err: bub.Errorf(bub.KindConfig, "no model configured")}),
-		events.TypeTurnDropped: direct(events.TypeTurnDropped, events.TurnDroppedData{EnvelopeID: env.ID, Reason: "admit_message"}),
-		events.TypeTapeStale:   direct(events.TypeTapeStale, events.TapeStaleData{Tape: "3f2a9c__b81e07", Watermark: 120, Committed: 117, WaitedMS: 2000}),
+		events.TypeTapeEvent: conv(&events.TapeEventRecorded{Meta: m, Name: "order.reviewed", Data: map[string]any{"order_id": "A123"}}),
+		events.TypeTurnError: conv(&events.TurnError{Meta: m, Stage: "turn", EnvelopeID: env.ID, Err: bub.Errorf(bub.KindConfig, "no model configured")}),
+		// As the admission gate publishes it: before any run, with the id
+		// "<envelope id>/dropped".
+		events.TypeTurnDropped: func(a events.Attrs) (ce.Event, error) {
+			a.ID, a.Seq, a.Source, a.SessionID = env.ID+"/dropped", 0, events.Source("worker", "w1"), m.SessionID
+			return events.New(events.TypeTurnDropped, a, events.TurnDroppedData{EnvelopeID: env.ID, Reason: "admit_message"})
+		},
+		// As the worker publishes it: in a run, outside its event sequence.
+		events.TypeTapeStale: func(a events.Attrs) (ce.Event, error) {
+			a.Seq, a.RunID, a.SessionID = 0, m.RunID, m.SessionID
+			return events.New(events.TypeTapeStale, a, events.TapeStaleData{Tape: "3f2a9c__b81e07", Watermark: 120, Committed: 117, WaitedMS: 2000})
+		},
 		events.TypeDeadLetter: direct(events.TypeDeadLetter, events.DeadLetterData{Reason: "undecodable", Error: "not a CloudEvent",
 			Subject: "bub.inbound.telegram", Stream: "BUB_INBOUND", StreamSeq: 7, Deliveries: 1}),
 	}
@@ -121,29 +130,39 @@ func samples() map[string]func(events.Attrs) (ce.Event, error) {
 func TestGoldenExamples(t *testing.T) {
 	schemas := loadSchemas(t, docsDir)
 	all := samples()
-	if got, want := slices.Sorted(maps.Keys(all)), events.Types(); !slices.Equal(got, want) {
-		t.Fatalf("samples cover %v\nwant every type %v", got, want)
+	for _, typ := range realTypes {
+		delete(all, typ)
 	}
+	if got, want := slices.Sorted(slices.Values(slices.Concat(slices.Collect(maps.Keys(all)), realTypes))), events.Types(); !slices.Equal(got, want) {
+		t.Fatalf("real and built examples cover %v\nwant every type %v", got, want)
+	}
+	real := captureReal(t)
 	for i, typ := range events.Types() {
 		name := events.SubjectName(typ)
 		t.Run(name, func(t *testing.T) {
-			e, err := all[typ](sampleAttrs(i + 1))
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, err := events.Encode(e)
-			if err != nil {
-				t.Fatal(err)
+			var body []byte
+			if sample, ok := all[typ]; ok {
+				e, err := sample(sampleAttrs(i + 1))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if body, err = events.Encode(e); err != nil {
+					t.Fatal(err)
+				}
+			} else if body = real[typ]; body == nil {
+				t.Fatalf("the captured turns published no %s event", typ)
+			} else {
+				body = normalise(t, body, i+1)
 			}
 			want := exampleJSON(t, body)
 			path := filepath.Join(docsDir, name+".example.json")
-			if *update {
+			if updateGolden() {
 				if err := os.WriteFile(path, want, 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
 			if got := readFile(t, path); !bytes.Equal(got, want) {
-				t.Fatalf("%s is stale; run go test ./pkg/events -run TestGoldenExamples -update\ngot:\n%s\nwant:\n%s", path, got, want)
+				t.Fatalf("%s is stale; run go test ./pkg/events -run TestGoldenExamples -update (or BUB_UPDATE_GOLDEN=1)\ngot:\n%s\nwant:\n%s", path, got, want)
 			}
 			checkExample(t, schemas, name, typ, want)
 		})
@@ -160,7 +179,11 @@ func checkExample(t *testing.T, schemas *schemaSet, name, typ string, file []byt
 	if err != nil {
 		t.Fatalf("Decode: %v", err)
 	}
-	if e.Type() != typ || events.SessionID(e) != sampleMeta.SessionID || events.RunID(e) != sampleMeta.RunID || events.Seq(e) == 0 {
+	// Envelopes and dropped turns belong to no run: no runid, no seq;
+	// tape.stale has a run but no place in its sequence.
+	runless := typ == events.TypeEnvelopeInbound || typ == events.TypeEnvelopeOutbound || typ == events.TypeTurnDropped
+	unsequenced := runless || typ == events.TypeTapeStale
+	if e.Type() != typ || events.SessionID(e) != sampleMeta.SessionID || (events.RunID(e) == sampleMeta.RunID) == runless || (events.Seq(e) == 0) != unsequenced {
 		t.Fatalf("decoded attributes: type %s session %q run %q seq %d", e.Type(), events.SessionID(e), events.RunID(e), events.Seq(e))
 	}
 	for _, err := range schemas.validate(name+".schema.json", e.Data()) {

@@ -165,12 +165,14 @@ type ToolCallFinished struct {
 // tape entries from.
 type ChatFinished struct {
 	Meta
-	// SystemPrompt is the step's full system prompt ("" when none).
+	// SystemPrompt is the step's full system prompt as the provider got
+	// it, after the LLMCallStarted handlers (before_llm_call) — "" when
+	// none.
 	SystemPrompt string
 	// ContextErr is the error that reading the tape context raised, if any.
 	ContextErr error
 	// NewMessages are the user messages this step added (steering messages
-	// first, then the prompt).
+	// first, then the prompt), as the provider got them.
 	NewMessages []llm.Message
 	// ToolCalls are the tool calls the model requested.
 	ToolCalls []llm.ToolCall

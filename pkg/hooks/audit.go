@@ -35,8 +35,11 @@ type DecisionRecord struct {
 	RunID    string
 	Verdict  Verdict
 	Duration time.Duration
-	// Request is the new request of a before_llm_call modify.
-	Request *llm.Request
+	// Request is the new request of a before_llm_call modify, and
+	// Previous the request that implementation received (as modified by
+	// higher-priority ones): [llm.Changes](*Previous, *Request) is what
+	// the decision changed.
+	Request, Previous *llm.Request
 	// LLMDecision is the decision of a before_llm_call finish.
 	LLMDecision *llm.Decision
 	// ToolDecision is the decision of a before_tool_call modify, replace or

@@ -451,8 +451,9 @@ func (r *Registry[S, C]) BeforeLLMCall(ctx context.Context, in BeforeLLMCallInpu
 			r.record(ctx, rec, start)
 			return in.Request, dec, nil
 		case req != nil:
+			prev := in.Request
 			in.Request = *req
-			rec.Verdict, rec.Request = VerdictModify, req
+			rec.Verdict, rec.Request, rec.Previous = VerdictModify, req, &prev
 			r.record(ctx, rec, start)
 		}
 	}

@@ -158,6 +158,23 @@ func failures() []failure {
 			denial:  "did not answer within 200ms",
 		},
 		{
+			// A subscriber that never answers (nats sub 'bub.>') makes a
+			// missing service a timeout instead of no_responders.
+			name: "bystander",
+			setup: func(t *testing.T, e *env, _ string) {
+				sub, err := e.serverNC.SubscribeSync(e.names.HookAll())
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = sub.Unsubscribe() })
+				if err := e.serverNC.Flush(); err != nil {
+					t.Fatal(err)
+				}
+			},
+			counter: func(s remote.Stats) uint64 { return s.Timeout },
+			denial:  "did not answer within 200ms",
+		},
+		{
 			name: "malformed",
 			setup: func(t *testing.T, e *env, service string) {
 				e.respond(t, service, hooks.HookBeforeToolCall, nil, `{"desicion": {"action": "deny"}}`)

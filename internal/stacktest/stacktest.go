@@ -1,0 +1,137 @@
+package stacktest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/bubbus/bub/internal/cli"
+	"github.com/bubbus/bub/internal/fakellm"
+	"github.com/bubbus/bub/internal/ingress"
+	"github.com/bubbus/bub/internal/natstest"
+	"github.com/bubbus/bub/internal/natsx"
+	"github.com/bubbus/bub/internal/stack"
+	"github.com/bubbus/bub/pkg/envelope"
+	"github.com/bubbus/bub/pkg/events"
+	"github.com/bubbus/bub/pkg/hooks"
+	"github.com/bubbus/bub/pkg/llm"
+	"github.com/bubbus/bub/pkg/tape"
+)
+
+// Wait bounds every wait of the package (a turn, the recorder).
+const Wait = 30 * time.Second
+
+// Options configures [Start].
+type Options struct {
+	// Script is the fake model's script.
+	Script fakellm.Script
+	// Plugins are the workers' local plugins (after the builtin one).
+	Plugins []hooks.Plugin
+	// Instance names the services (default "t"): workers are
+	// "<instance>-w0", …
+	Instance string
+}
+
+// Cluster is a running in-process cluster.
+type Cluster struct {
+	// NATS is the embedded server.
+	NATS *natstest.Server
+	// Conn is the test's own service connection.
+	Conn *stack.Conn
+	// LLM is the fake model every worker calls.
+	LLM *fakellm.Server
+	// Gateway publishes inbound envelopes and awaits their replies.
+	Gateway *ingress.Gateway
+}
+
+// Start runs a recorder and one worker (model "openai:fake" on the fake
+// server), each over its own connection, waits until they created their
+// streams and consumers, and stops them when the test ends.
+func Start(t testing.TB, o Options) *Cluster {
+	t.Helper()
+	if o.Instance == "" {
+		o.Instance = "t"
+	}
+	srv := natstest.Start(t)
+	fake, base := fakellm.Start(t, o.Script)
+	common := &cli.Common{Home: t.TempDir(), Prefix: "bub", LogLevel: "info", LogFormat: "text", NATS: natsx.ClientConfig{URL: srv.URL}}
+	if err := common.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := stack.Open(common, false, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo := natsx.Topology{MemoryStorage: true}
+	running, err := stack.StartServices(t.Context(), cl, stack.Services{
+		Workers: 1,
+		Worker: stack.WorkerOptions{Topology: topo, Instance: o.Instance, Workspace: t.TempDir(), Plugins: o.Plugins,
+			Models: llm.Config{Model: "openai:fake", APIBase: base, APIKey: "x"}},
+		Recorder: &stack.RecorderOptions{Topology: topo, Instance: o.Instance},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := running.Stop(); err != nil {
+			t.Errorf("stopping the services: %v", err)
+		}
+	})
+	conn, err := cl.Connect(t.Context(), "stacktest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	// Ready: the services created their streams and consumers.
+	natstest.Eventually(t, Wait, func() (bool, string) {
+		if _, err := conn.JS.Consumer(t.Context(), conn.Names.InboundStream(), conn.Names.WorkerConsumer()); err != nil {
+			return false, "worker consumer: " + err.Error()
+		}
+		if _, err := conn.JS.Consumer(t.Context(), conn.Names.EventsStream(), conn.Names.RecorderConsumer()); err != nil {
+			return false, "recorder consumer: " + err.Error()
+		}
+		return true, ""
+	})
+	gw, err := ingress.NewGateway(conn.NC, conn.JS, conn.Names, events.Source("ingress", o.Instance), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = gw.Close() })
+	return &Cluster{NATS: srv, Conn: conn, LLM: fake, Gateway: gw}
+}
+
+// Turn publishes env and returns its replies.
+func (c *Cluster) Turn(t testing.TB, env *envelope.Envelope) []envelope.Envelope {
+	t.Helper()
+	await := c.Gateway.Expect(env.ID)
+	if _, err := c.Gateway.Publish(t.Context(), env); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), Wait)
+	defer cancel()
+	outs, err := await(ctx)
+	if err != nil {
+		t.Fatalf("reply to %s: %v", env.ID, err)
+	}
+	return outs
+}
+
+// Tape waits until the recorder took every event published so far and
+// returns the entries of session's tape.
+func (c *Cluster) Tape(t testing.TB, session string) []tape.Entry {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), Wait)
+	defer cancel()
+	if err := stack.WaitRecorded(ctx, c.Conn); err != nil {
+		t.Fatal(err)
+	}
+	store, err := tape.NewJetStreamStore(ctx, c.Conn.JS, c.Conn.Names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := store.Fetch(ctx, session, tape.All())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return entries
+}
