@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -175,4 +176,29 @@ func (w *eventWatch) check(t *testing.T, runs int) {
 		}
 		return true, ""
 	})
+}
+
+// TestBubUpExitsWhenAServiceFails starts `bub up` with a fail-closed
+// interceptor that is not running: its worker cannot start (the
+// standalone worker exits 1), so bub up stops the other services and
+// exits non-zero, naming the failure, instead of running on with a port
+// that accepts connections and never answers.
+func TestBubUpExitsWhenAServiceFails(t *testing.T) {
+	httpAddr := freeAddr(t)
+	up := start(t, "bub", []string{"BUB_HOME=" + t.TempDir(), "BUB_INTERCEPTORS=guard", "BUB_INTERCEPTOR_GUARD_FAILURE=closed"},
+		"up", "--http", httpAddr, "--nats-listen", "")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	select {
+	case <-up.Done():
+	case <-ctx.Done():
+		t.Fatalf("bub up still runs %v after its worker failed", 60*time.Second)
+	}
+	if up.Err() == nil {
+		t.Fatal("bub up exited 0 after its worker failed")
+	}
+	out := up.Output()
+	if !strings.Contains(out, `interceptor \"guard\" fails closed`) && !strings.Contains(out, `interceptor "guard" fails closed`) {
+		t.Fatalf("bub up's output does not name the failure:\n%s", out)
+	}
 }

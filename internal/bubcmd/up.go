@@ -21,11 +21,13 @@ func newUp(env *Env) *cobra.Command {
 	var workers int
 	cmd := &cobra.Command{
 		Use:   "up",
-		Short: "Serve ingress, workers and the recorder in one process until interrupted",
+		Short: "Serve ingress, workers and the recorder in one process until interrupted or a service fails",
 		Long: `Starts the embedded NATS server (JetStream data under --home; clients may
 connect on --nats-listen) and the services in this process, each over its
 own connection exactly as separate processes would. --services= (empty)
-serves NATS only, for running the service binaries separately.`,
+serves NATS only, for running the service binaries separately. When a
+service fails (e.g. a fail-closed interceptor is not running) the others
+stop and bub up exits non-zero.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := common.Validate(); err != nil {
@@ -90,7 +92,10 @@ serves NATS only, for running the service binaries separately.`,
 				fmt.Fprintf(out, "bub up: http http://%s (POST /v1/messages)\n", svc.HTTPAddr())
 			}
 			fmt.Fprintf(out, "bub up: %d worker(s), recorder %v; Ctrl-C to stop\n", spec.Workers, spec.Recorder != nil)
-			<-ctx.Done()
+			select {
+			case <-ctx.Done():
+			case <-svc.Done(): // a service failed: stop the others, exit non-zero
+			}
 			fmt.Fprintln(out, "bub up: draining")
 			return svc.Stop()
 		},
