@@ -81,6 +81,7 @@ func NewRuntime(ctx context.Context, conn *Conn, o WorkerOptions, log *slog.Logg
 	return worker.NewRuntime(ctx, worker.RuntimeOptions{
 		NC: conn.NC, JS: conn.JS, Names: conn.Names,
 		Source:    events.Source("worker", o.Instance),
+		Instance:  o.Instance,
 		Tapes:     store,
 		State:     state,
 		Models:    o.Models,
