@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -100,22 +101,39 @@ type reply struct {
 // post sends one message and decodes the reply.
 func post(t *testing.T, base string, body any, wait string) (int, reply) {
 	t.Helper()
+	status, r, err := postCtx(context.Background(), base, body, wait)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return status, r
+}
+
+// postCtx sends one message within ctx and decodes the reply.
+func postCtx(ctx context.Context, base string, body any, wait string) (int, reply, error) {
 	b, _ := json.Marshal(body)
 	url := base + "/v1/messages"
 	if wait != "" {
 		url += "?wait=" + wait
 	}
-	resp, err := http.Post(url, "application/json", bytes.NewReader(b))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b))
 	if err != nil {
-		t.Fatalf("POST %s: %v", url, err)
+		return 0, reply{}, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, reply{}, fmt.Errorf("POST %s: %w", url, err)
 	}
 	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return resp.StatusCode, reply{}, fmt.Errorf("POST %s: reading the reply: %w", url, err)
+	}
 	var r reply
 	if err := json.Unmarshal(raw, &r); err != nil {
-		t.Fatalf("reply %d is not JSON: %s", resp.StatusCode, raw)
+		return resp.StatusCode, reply{}, fmt.Errorf("reply %d is not JSON: %s", resp.StatusCode, raw)
 	}
-	return resp.StatusCode, r
+	return resp.StatusCode, r, nil
 }
 
 // eventually is natstest.Eventually.

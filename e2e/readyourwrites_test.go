@@ -9,6 +9,7 @@ import (
 
 	"github.com/bubbus/bub/internal/fakellm"
 	"github.com/bubbus/bub/internal/natstest"
+	"github.com/bubbus/bub/pkg/events"
 	"github.com/bubbus/bub/pkg/llm"
 	"github.com/bubbus/bub/pkg/subjects"
 )
@@ -77,4 +78,42 @@ func contains(msgs []llm.Message, text string) bool {
 		}
 	}
 	return false
+}
+
+// TestCommandsAndTurnsAlternateWithoutStaleWaits posts, in one session of
+// `bub up`, comma commands and ordinary turns in turn (issue 14's
+// reproduction): a command's run must move the read-your-writes
+// watermark, so no turn waits out the worker's 5 s bound. Each post gets
+// a 2.5 s context deadline, and no dev.bub.tape.stale.v1 event may be
+// published.
+func TestCommandsAndTurnsAlternateWithoutStaleWaits(t *testing.T) {
+	httpAddr, natsAddr := freeAddr(t), freeAddr(t)
+	up := start(t, "bub", []string{"BUB_HOME=" + t.TempDir()}, "up", "--http", httpAddr, "--nats-listen", natsAddr)
+	base := "http://" + httpAddr
+	waitHTTP(t, base+"/readyz", 30*time.Second)
+	seen := watchEvents(t, "nats://"+natsAddr)
+
+	// The first post bootstraps the session's tape; warm it outside the
+	// bound with a command, so the first bounded post already follows one.
+	if status, r := post(t, base, map[string]any{"content": ",tape.info", "session_id": "ryw:cmd"}, "30s"); status != 200 {
+		t.Fatalf("warm-up ,tape.info: %d %+v", status, r)
+	}
+	for _, line := range []string{"hello", "hello2", ",help", "hi", ",tape.info", "bye"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 2500*time.Millisecond)
+		status, r, err := postCtx(ctx, base, map[string]any{"content": line, "session_id": "ryw:cmd"}, "30s")
+		cancel()
+		if err != nil {
+			t.Fatalf("%q did not answer within 2.5s (the read-your-writes bound is 5s): %v", line, err)
+		}
+		if status != 200 || len(r.Outbounds) != 1 {
+			t.Fatalf("%q: %d %+v", line, status, r)
+		}
+	}
+	seen.mu.Lock()
+	stale := seen.byType[events.TypeTapeStale]
+	seen.mu.Unlock()
+	if stale != 0 {
+		t.Fatalf("%d tape.stale events: a turn waited for a watermark that a command's run never moved", stale)
+	}
+	up.stop(t, 30*time.Second)
 }

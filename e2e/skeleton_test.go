@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -175,4 +176,60 @@ func (w *eventWatch) check(t *testing.T, runs int) {
 		}
 		return true, ""
 	})
+}
+
+// TestBubUpExitsWhenAServiceFails starts `bub up` with a fail-closed
+// interceptor that is not running: its worker cannot start (the
+// standalone worker exits 1), so bub up stops the other services and
+// exits non-zero, naming the failure, instead of running on with a port
+// that accepts connections and never answers.
+func TestBubUpExitsWhenAServiceFails(t *testing.T) {
+	httpAddr := freeAddr(t)
+	up := start(t, "bub", []string{"BUB_HOME=" + t.TempDir(), "BUB_INTERCEPTORS=guard", "BUB_INTERCEPTOR_GUARD_FAILURE=closed"},
+		"up", "--http", httpAddr, "--nats-listen", "")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	select {
+	case <-up.Done():
+	case <-ctx.Done():
+		t.Fatalf("bub up still runs %v after its worker failed", 60*time.Second)
+	}
+	if up.Err() == nil {
+		t.Fatal("bub up exited 0 after its worker failed")
+	}
+	out := up.Output()
+	if !strings.Contains(out, `interceptor \"guard\" fails closed`) && !strings.Contains(out, `interceptor "guard" fails closed`) {
+		t.Fatalf("bub up's output does not name the failure:\n%s", out)
+	}
+}
+
+// TestBackgroundShellAcrossWorkers starts a background shell through
+// `bub up --workers 2` and reads it with ,bash.output from eight sessions
+// (which the two workers share out): every call reaches the worker that
+// owns the shell, and ,bash.kill from anywhere stops it.
+func TestBackgroundShellAcrossWorkers(t *testing.T) {
+	httpAddr := freeAddr(t)
+	up := start(t, "bub", []string{"BUB_HOME=" + t.TempDir()}, "up", "--http", httpAddr, "--nats-listen", "", "--workers", "2")
+	base := "http://" + httpAddr
+	waitHTTP(t, base+"/readyz", 30*time.Second)
+
+	status, r := post(t, base, map[string]any{"content": `,bash "cmd=echo hello-cluster; sleep 120" background=true`, "session_id": "shell:0"}, "30s")
+	if status != 200 || len(r.Outbounds) != 1 {
+		t.Fatalf("starting the shell: %d %+v", status, r)
+	}
+	id, ok := strings.CutPrefix(strings.TrimSpace(r.Outbounds[0].Content), "started: ")
+	if !ok {
+		t.Fatalf("bash answered %q", r.Outbounds[0].Content)
+	}
+	for i := 1; i <= 8; i++ {
+		status, r := post(t, base, map[string]any{"content": ",bash.output shell_id=" + id, "session_id": fmt.Sprintf("shell:%d", i)}, "30s")
+		if status != 200 || len(r.Outbounds) != 1 || !strings.Contains(r.Outbounds[0].Content, "id: "+id) {
+			t.Fatalf("bash.output from session %d: %d %+v", i, status, r)
+		}
+	}
+	status, r = post(t, base, map[string]any{"content": ",bash.kill shell_id=" + id, "session_id": "shell:9"}, "30s")
+	if status != 200 || len(r.Outbounds) != 1 || !strings.Contains(r.Outbounds[0].Content, "status: exited") {
+		t.Fatalf("bash.kill: %d %+v", status, r)
+	}
+	up.stop(t, 30*time.Second)
 }

@@ -25,13 +25,15 @@ func newUp(env *Env) *cobra.Command {
 	var gf gatewayFlags
 	cmd := &cobra.Command{
 		Use:   "up",
-		Short: "Serve ingress, workers, the recorder and the gateway in one process until interrupted",
+		Short: "Serve ingress, workers, the recorder and the gateway in one process until interrupted or a service fails",
 		Long: `Starts the embedded NATS server (JetStream data under --home; clients may
 connect on --nats-listen) and the services in this process, each over its
 own connection exactly as separate processes would. --services= (empty)
 serves NATS only, for running the service binaries separately. The
 gateway runs when a channel other than http (served by ingress) and cli
-(served by bub chat) is enabled (--enable-channel, BUB_ENABLED_CHANNELS).`,
+(served by bub chat) is enabled (--enable-channel, BUB_ENABLED_CHANNELS).
+When a service fails (e.g. a fail-closed interceptor is not running) the
+others stop and bub up exits non-zero.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := common.Validate(); err != nil {
@@ -107,7 +109,10 @@ gateway runs when a channel other than http (served by ingress) and cli
 				fmt.Fprintf(out, "bub up: http http://%s (POST /v1/messages)\n", svc.HTTPAddr())
 			}
 			fmt.Fprintf(out, "bub up: %d worker(s), recorder %v, gateway %v; Ctrl-C to stop\n", spec.Workers, spec.Recorder != nil, spec.Gateway != nil)
-			<-ctx.Done()
+			select {
+			case <-ctx.Done():
+			case <-svc.Done(): // a service failed: stop the others, exit non-zero
+			}
 			fmt.Fprintln(out, "bub up: draining")
 			return svc.Stop()
 		},

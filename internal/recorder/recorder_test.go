@@ -285,3 +285,27 @@ func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(p)))
 	return len(p), nil
 }
+
+// TestCommandRunMovesTheInboundWatermark records a comma command's run
+// (tool events and CommandFinished, no RunStarted): its commit moves the
+// inbound watermark to the command's envelope, which the session's next
+// turn waits for (read-your-writes).
+func TestCommandRunMovesTheInboundWatermark(t *testing.T) {
+	f := setup(t)
+	f.startRecorder(t, recorder.Config{})
+	r := &runEvents{id: events.NewID(), session: "cmd", env: "env-c", inbound: 9}
+	meta := events.Meta{RunID: r.id, SessionID: r.session}
+	r.list = []events.Event{
+		&events.CommandFinished{Meta: meta, Command: "tape.info", Name: "tape.info", Status: events.CommandOK, Output: "entries: 0",
+			Metadata: map[string]any{"envelope_id": r.env, "inbound_seq": r.inbound, "delivery": 1}},
+	}
+	f.publish(t, r, []int{0}, map[int]string{}, false)
+	entries := f.settled(t, "cmd")
+	if got := kinds(entries); got != "event:command" {
+		t.Fatalf("tape = %s, want the command entry", got)
+	}
+	ix, _ := f.store.Index(context.Background(), "cmd")
+	if got := ix.Watermark(recorder.WatermarkInbound); got != 9 {
+		t.Fatalf("inbound watermark %d after the command's run, want 9", got)
+	}
+}

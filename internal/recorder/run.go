@@ -159,9 +159,7 @@ func (l *lane) handle(ctx context.Context, msg jetstream.Msg) {
 	rn.items = append(rn.items, item{seq: events.Seq(ev), stream: md.Sequence.Stream, batch: batch, msg: msg, payload: payload})
 	switch p := payload.(type) {
 	case *events.RunStartedData:
-		rn.envelope, _ = p.Metadata["envelope_id"].(string)
-		rn.inbound = uintOf(p.Metadata["inbound_seq"])
-		rn.delivery = uintOf(p.Metadata["delivery"])
+		rn.answering(p.Metadata)
 		if l.supersede(ctx, rn, md.NumDelivered > 1) {
 			delete(l.runs, runID) // rn itself is stale: recorded as interrupted
 			return
@@ -175,12 +173,24 @@ func (l *lane) handle(ctx context.Context, msg jetstream.Msg) {
 			rn.answers = p.Status == events.RunOK
 		case *events.CommandFinishedData:
 			rn.answers = p.Status != events.RunCancelled
+			// The command's inbound envelope: without it the inbound
+			// watermark would not move and the session's next turn would
+			// wait out its read-your-writes bound.
+			rn.answering(p.Metadata)
 		}
 	}
 	if rn.complete() {
 		l.commit(ctx, rn)
 		delete(l.runs, runID)
 	}
+}
+
+// answering records the inbound envelope the run answers, from the
+// metadata of its RunStarted (or of its CommandFinished, for a command).
+func (rn *run) answering(meta map[string]any) {
+	rn.envelope, _ = meta["envelope_id"].(string)
+	rn.inbound = uintOf(meta["inbound_seq"])
+	rn.delivery = uintOf(meta["delivery"])
 }
 
 // duplicate acknowledges a late copy of an event of a committed run and

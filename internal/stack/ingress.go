@@ -17,6 +17,9 @@ type IngressOptions struct {
 	Instance string
 	// Listener, when set, is served instead of listening on HTTP.Addr.
 	Listener net.Listener
+	// Ready, when set, is a further readiness check of GET /readyz (the
+	// services running beside the ingress, see [Running.Ready]).
+	Ready ingress.Ready
 }
 
 // RunIngress serves the ingress HTTP API on conn until ctx ends.
@@ -33,8 +36,13 @@ func RunIngress(ctx context.Context, conn *Conn, o IngressOptions, log *slog.Log
 		if !conn.NC.IsConnected() {
 			return errNotConnected
 		}
-		_, err := conn.JS.Stream(ctx, conn.Names.InboundStream())
-		return err
+		if _, err := conn.JS.Stream(ctx, conn.Names.InboundStream()); err != nil {
+			return err
+		}
+		if o.Ready != nil {
+			return o.Ready(ctx)
+		}
+		return nil
 	}
 	srv, err := ingress.NewServer(o.HTTP, gw, ready, log)
 	if err != nil {

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -27,21 +30,27 @@ type Services struct {
 type Running struct {
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
+	done     chan struct{}
+	doneOnce sync.Once
 	mu       sync.Mutex
 	errs     []error
+	starting map[string]bool // workers not yet consuming, by label
 	conns    []*Conn
 	httpAddr string
 }
 
 // StartServices starts the services of spec, each over its own connection
-// to cl (exactly as separate processes would run them).
+// to cl (exactly as separate processes would run them). When one fails
+// the others are stopped and [Running.Done] is closed; the ingress's
+// readiness (GET /readyz) answers 503 with the reason while a service has
+// failed or a worker has not started consuming.
 func StartServices(ctx context.Context, cl *Cluster, spec Services, log *slog.Logger) (*Running, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	r := &Running{cancel: cancel}
-	start := func(name string, run func(ctx context.Context, conn *Conn) error) error {
+	r := &Running{cancel: cancel, done: make(chan struct{}), starting: map[string]bool{}}
+	start := func(name, label string, run func(ctx context.Context, conn *Conn) error) error {
 		conn, err := cl.Connect(ctx, name)
 		if err != nil {
 			return err
@@ -49,10 +58,11 @@ func StartServices(ctx context.Context, cl *Cluster, spec Services, log *slog.Lo
 		r.conns = append(r.conns, conn)
 		r.wg.Go(func() {
 			if err := run(ctx, conn); err != nil && ctx.Err() == nil {
-				log.Error("service.failed", "service", name, "err", err)
+				log.Error("service.failed", "service", label, "err", err)
 				r.mu.Lock()
-				r.errs = append(r.errs, fmt.Errorf("%s: %w", name, err))
+				r.errs = append(r.errs, fmt.Errorf("%s: %w", label, err))
 				r.mu.Unlock()
+				r.doneOnce.Do(func() { close(r.done) })
 				cancel()
 			}
 		})
@@ -61,20 +71,27 @@ func StartServices(ctx context.Context, cl *Cluster, spec Services, log *slog.Lo
 	var err error
 	if spec.Recorder != nil {
 		o := *spec.Recorder
-		err = errors.Join(err, start("recorder", func(ctx context.Context, c *Conn) error {
+		err = errors.Join(err, start("recorder", "recorder", func(ctx context.Context, c *Conn) error {
 			return RunRecorder(ctx, c, o, log.With("service", "recorder"))
 		}))
 	}
 	for i := range spec.Workers {
 		o := spec.Worker
 		o.Instance = fmt.Sprintf("%s-w%d", o.Instance, i)
-		err = errors.Join(err, start("worker", func(ctx context.Context, c *Conn) error {
+		label := fmt.Sprintf("worker %d", i)
+		r.starting[label] = true
+		o.OnStarted = func() {
+			r.mu.Lock()
+			delete(r.starting, label)
+			r.mu.Unlock()
+		}
+		err = errors.Join(err, start("worker", label, func(ctx context.Context, c *Conn) error {
 			return RunWorker(ctx, c, o, log.With("service", "worker", "worker", i))
 		}))
 	}
 	if spec.Gateway != nil {
 		o := *spec.Gateway
-		err = errors.Join(err, start("gateway", func(ctx context.Context, c *Conn) error {
+		err = errors.Join(err, start("gateway", "gateway", func(ctx context.Context, c *Conn) error {
 			return RunGateway(ctx, c, o, log.With("service", "gateway"))
 		}))
 	}
@@ -93,8 +110,12 @@ func StartServices(ctx context.Context, cl *Cluster, spec Services, log *slog.Lo
 				r.httpAddr = ln.Addr().String()
 			}
 		}
+		o.Ready = r.Ready
 		if o.Listener != nil {
-			err = errors.Join(err, start("ingress", func(ctx context.Context, c *Conn) error {
+			err = errors.Join(err, start("ingress", "ingress", func(ctx context.Context, c *Conn) error {
+				// A connection to a listener nobody serves would be accepted
+				// and never answered: close it however the ingress ends.
+				defer o.Listener.Close()
 				return RunIngress(ctx, c, o, log.With("service", "ingress"))
 			}))
 		}
@@ -108,6 +129,33 @@ func StartServices(ctx context.Context, cl *Cluster, spec Services, log *slog.Lo
 // HTTPAddr returns the ingress listen address, "" without ingress.
 func (r *Running) HTTPAddr() string { return r.httpAddr }
 
+// Done is closed when a service failed; the others are then stopping and
+// [Running.Stop] returns the failures.
+func (r *Running) Done() <-chan struct{} { return r.done }
+
+// Err returns the services' failures so far, nil while none failed.
+func (r *Running) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return errors.Join(r.errs...)
+}
+
+// Ready reports nil when no service failed and every worker consumes;
+// otherwise an error that names the failed services and the workers still
+// starting.
+func (r *Running) Ready(context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.errs) > 0 {
+		return fmt.Errorf("a service is down: %w", errors.Join(r.errs...))
+	}
+	if len(r.starting) > 0 {
+		labels := slices.Sorted(maps.Keys(r.starting))
+		return fmt.Errorf("still starting: %s", strings.Join(labels, ", "))
+	}
+	return nil
+}
+
 // Stop drains every service (each finishes or hands back its work within
 // its grace period), then drains their connections, and returns the
 // services' failures.
@@ -117,9 +165,7 @@ func (r *Running) Stop() error {
 	for _, c := range r.conns {
 		c.Close()
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return errors.Join(r.errs...)
+	return r.Err()
 }
 
 // WaitRecorded waits until the recorder has taken and acknowledged every

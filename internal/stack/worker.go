@@ -49,6 +49,9 @@ type WorkerOptions struct {
 	Channels func(ctx context.Context, handler hooks.MessageHandler) ([]hooks.Channel, error)
 	// SkillConfig resolves ${config.…} in skill bodies; nil = none.
 	SkillConfig func(path string) (any, bool)
+	// OnStarted, when set, is called once [RunWorker] has started and
+	// consumes inbound envelopes.
+	OnStarted func()
 }
 
 // NewRuntime builds a worker's turn runtime on conn.
@@ -78,6 +81,7 @@ func NewRuntime(ctx context.Context, conn *Conn, o WorkerOptions, log *slog.Logg
 	return worker.NewRuntime(ctx, worker.RuntimeOptions{
 		NC: conn.NC, JS: conn.JS, Names: conn.Names,
 		Source:    events.Source("worker", o.Instance),
+		Instance:  o.Instance,
 		Tapes:     store,
 		State:     state,
 		Models:    o.Models,
@@ -147,6 +151,9 @@ func RunWorker(ctx context.Context, conn *Conn, o WorkerOptions, log *slog.Logge
 	}
 	defer stopWatch()
 	defer observeWorker(conn, o.Plugins, log)()
+	if o.OnStarted != nil {
+		o.OnStarted()
+	}
 	runErr := w.Run(ctx)
 	grace := o.ShutdownGrace
 	if grace == 0 {

@@ -7,4 +7,12 @@
 // Start with [Worker.Run]. The turn itself is a [Processor]; the hook-driven
 // pipeline that implements it is package framework. Looking for what
 // publishes inbound envelopes? See internal/ingress.
+//
+// With [RuntimeOptions.Instance] set, the background shells of every
+// worker are reachable from all: the state bucket maps a shell id to its
+// worker (key shell.<id>, deleted when the shell is gone) and the owner
+// answers bash.output and bash.kill on bub.worker.<instance>.shell. A
+// worker that died leaves its keys behind; a call for one of its shells
+// then gets "shell <id> belongs to worker <instance>, which is not
+// running".
 package worker

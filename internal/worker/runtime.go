@@ -38,6 +38,11 @@ type RuntimeOptions struct {
 	Names subjects.Names
 	// Source is the CloudEvent source of everything the worker publishes.
 	Source string
+	// Instance names this worker in its cluster. With State set, it makes
+	// background shells reachable from every worker: their owner is
+	// recorded in State and bash.output and bash.kill are answered on
+	// [subjects.Names.WorkerShells] (empty = shells are local).
+	Instance string
 	// Tapes is the default tape store (JetStream), what the builtin
 	// plugin's provide_tape_store answers; the runtime reads committed
 	// tapes from the store the hook resolves.
@@ -78,6 +83,7 @@ type Runtime struct {
 	agent  *agent.Agent
 	bridge *events.Bridge
 	shells *toolkit.Shells
+	router *shellRouter // nil without Instance or State
 	log    *slog.Logger
 	// remote names the plugins that are remote interceptors (for the
 	// Remote field of hook decision events); read-only after NewRuntime.
@@ -111,7 +117,12 @@ func NewRuntime(ctx context.Context, o RuntimeOptions) (*Runtime, error) {
 	if o.Agent.MaxTokens == 0 {
 		o.Agent.MaxTokens = cfg.MaxTokens
 	}
-	if rt.shells, err = toolkit.NewShells(); err != nil {
+	var shellOpts []toolkit.ShellsOption
+	if o.Instance != "" && o.State != nil {
+		rt.router = &shellRouter{nc: o.NC, kv: o.State, names: o.Names, instance: o.Instance, log: o.Log}
+		shellOpts = append(shellOpts, toolkit.WithRouter(rt.router))
+	}
+	if rt.shells, err = toolkit.NewShells(shellOpts...); err != nil {
 		return nil, err
 	}
 	catalog := skills.New(skills.Options{Config: o.SkillConfig, Log: o.Log})
@@ -157,6 +168,12 @@ func NewRuntime(ctx context.Context, o RuntimeOptions) (*Runtime, error) {
 		return nil, errors.Join(err, rt.reg.Close(ctx))
 	}
 	rt.fw = framework.New(rt.reg, o.Workspace, o.Log)
+	if rt.router != nil {
+		rt.router.shells = rt.shells
+		if err := rt.router.serve(); err != nil {
+			return nil, errors.Join(err, rt.Close(ctx))
+		}
+	}
 	return rt, nil
 }
 
@@ -197,7 +214,11 @@ func (rt *Runtime) Hooks() *Registry { return rt.reg }
 
 // Close stops the plugins, kills background shells and flushes the bridge.
 func (rt *Runtime) Close(ctx context.Context) error {
-	return errors.Join(rt.scope.Close(ctx), rt.reg.Close(ctx), rt.shells.Close(), rt.bridge.Close(ctx))
+	var routerErr error
+	if rt.router != nil {
+		routerErr = rt.router.close() // no more routed calls, then the shells go
+	}
+	return errors.Join(routerErr, rt.scope.Close(ctx), rt.reg.Close(ctx), rt.shells.Close(), rt.bridge.Close(ctx))
 }
 
 // Process runs the turn of one inbound envelope. Publishing failures wrap

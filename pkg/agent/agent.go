@@ -104,8 +104,8 @@ type Run struct {
 	AllowedTools []string
 	// ToolContext adds fields to each tool call's context (may be nil).
 	ToolContext func(*tools.Context)
-	// Metadata is added to RunStarted's metadata (e.g. the inbound
-	// envelope the run answers).
+	// Metadata is added to RunStarted's metadata, or to CommandFinished's
+	// for a comma command (e.g. the inbound envelope the run answers).
 	Metadata map[string]any
 }
 

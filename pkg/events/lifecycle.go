@@ -213,4 +213,8 @@ type CommandFinished struct {
 	ElapsedMS int64
 	// Err is the command's error, nil when it succeeded.
 	Err error
+	// Metadata holds further run facts, as RunStarted's does (a command
+	// run has no RunStarted): the worker puts the inbound envelope it
+	// answers there, which the recorder's read-your-writes watermark needs.
+	Metadata map[string]any
 }

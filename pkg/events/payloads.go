@@ -161,6 +161,8 @@ type CommandFinishedData struct {
 	Output    string     `json:"output"`
 	ElapsedMS int64      `json:"elapsed_ms"`
 	Error     *ErrorData `json:"error,omitempty"`
+	// Metadata holds further run facts (see [CommandFinished]).
+	Metadata map[string]any `json:"metadata,omitempty"`
 }
 
 // CommandChangedData is the payload of [TypeCommandChanged].
@@ -500,7 +502,7 @@ func toolResult(r any) any {
 
 func (e *CommandFinished) wire(bool) (string, any) {
 	return TypeCommandFinished, CommandFinishedData{
-		Command: e.Command, Name: e.Name, Status: e.Status, Output: e.Output, ElapsedMS: e.ElapsedMS, Error: errorData(e.Err),
+		Command: e.Command, Name: e.Name, Status: e.Status, Output: e.Output, ElapsedMS: e.ElapsedMS, Error: errorData(e.Err), Metadata: e.Metadata,
 	}
 }
 

@@ -125,6 +125,16 @@ func (n Names) HookService(service string) string { return n.subj("hook", servic
 // HookAll matches every interceptor endpoint.
 func (n Names) HookAll() string { return n.subj("hook", ">") }
 
+// WorkerShells is the request/reply subject on which the worker instance
+// serves bash.output and bash.kill of the background shells it owns:
+// bub.worker.<instance>.shell.
+func (n Names) WorkerShells(instance string) string {
+	return n.subj("worker", Token(instance), "shell")
+}
+
+// WorkerShellsAll matches the shell subject of every worker instance.
+func (n Names) WorkerShellsAll() string { return n.subj("worker", "*", "shell") }
+
 // DLQ is the dead-letter subject for reason: bub.dlq.<reason>.
 func (n Names) DLQ(reason string) string { return n.subj("dlq", Token(reason)) }
 
@@ -210,6 +220,10 @@ func (n Names) SwitchesKey(session string) string { return Token(session) + ".sw
 // LastTurnKey is the state-bucket key holding the inbound sequence of the
 // newest finished turn of a session (written by workers; read-your-writes).
 func (n Names) LastTurnKey(session string) string { return Token(session) + ".last_turn" }
+
+// ShellOwnerKey is the state-bucket key naming the worker instance that
+// owns a background shell (written by that worker while the shell exists).
+func (n Names) ShellOwnerKey(shellID string) string { return "shell." + Token(shellID) }
 
 // Turn registry keys (bucket [Names.TurnsBucket]). Every key of a session
 // is three tokens and starts with the session's token, so

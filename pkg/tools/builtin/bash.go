@@ -57,8 +57,8 @@ func shellTools(opts Options) []tools.Tool {
 		withParams(tools.Tool{
 			Name:        "bash.output",
 			Description: "Read buffered output from a background shell, with optional offset/limit for incremental polling.",
-			Handler: func(_ context.Context, _ *tools.Context, args map[string]any) (any, error) {
-				return bashOutput(sh, args)
+			Handler: func(ctx context.Context, _ *tools.Context, args map[string]any) (any, error) {
+				return sh.call(ctx, ShellOutput, args)
 			},
 		},
 			param{name: "shell_id", typ: "string", description: "The id bash returned for a background command.", required: true},
@@ -68,8 +68,8 @@ func shellTools(opts Options) []tools.Tool {
 		withParams(tools.Tool{
 			Name:        "bash.kill",
 			Description: "Terminate a background shell process.",
-			Handler: func(_ context.Context, _ *tools.Context, args map[string]any) (any, error) {
-				return killBash(sh, stringArg(args, "shell_id"))
+			Handler: func(ctx context.Context, _ *tools.Context, args map[string]any) (any, error) {
+				return sh.call(ctx, ShellKill, args)
 			},
 		},
 			param{name: "shell_id", typ: "string", description: "The id bash returned for a background command.", required: true},
@@ -97,6 +97,11 @@ func runBash(ctx context.Context, shells *Shells, tc *tools.Context, args map[st
 		return nil, err
 	}
 	if boolArg(args, "background") {
+		if err := shells.claim(ctx, sh); err != nil {
+			shells.forget(sh)
+			shells.terminate(sh)
+			return nil, fmt.Errorf("recording the owner of shell %s: %w", sh.id, err)
+		}
 		return "started: " + sh.id, nil
 	}
 	defer shells.forget(sh)
@@ -122,10 +127,10 @@ func runBash(ctx context.Context, shells *Shells, tc *tools.Context, args map[st
 	return out, nil
 }
 
-func bashOutput(shells *Shells, args map[string]any) (any, error) {
+func bashOutput(shells *Shells, args map[string]any) (string, error) {
 	sh, err := shells.get(stringArg(args, "shell_id"))
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	exited := sh.hasExited()
 	if exited {
@@ -150,10 +155,10 @@ func bashOutput(shells *Shells, args map[string]any) (any, error) {
 	return fmt.Sprintf("id: %s\nstatus: %s\nexit_code: %s\nnext_offset: %d\noutput:\n%s", sh.id, status, code, end, body), nil
 }
 
-func killBash(shells *Shells, id string) (any, error) {
+func killBash(shells *Shells, id string) (string, error) {
 	sh, err := shells.get(id)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	shells.forget(sh)
 	shells.terminate(sh)

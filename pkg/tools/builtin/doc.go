@@ -19,6 +19,13 @@
 // [os.Root] so a link swapped in meanwhile cannot escape either. bash is
 // not confined: it starts in the workspace but runs whatever it is given.
 //
+// Background shells run on the worker that started them. In a cluster
+// the worker gives its [Shells] a [ShellRouter] ([WithRouter]): it claims
+// each background shell id ("bash-<8 hex>", Bub's format), and
+// bash.output or bash.kill of an id it does not hold runs on the owner
+// ([Shells.Local] answers there); an owner that is gone is an error
+// naming it.
+//
 // The package is Unix-only (process groups and signals).
 //
 // Looking for the tool model, the registry or comma-command parsing? See

@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -41,6 +42,8 @@ type Shells struct {
 	termGrace  time.Duration
 	drainGrace time.Duration
 	maxOutput  int
+
+	router ShellRouter // nil: shells are local to this process
 
 	wg sync.WaitGroup // reader and waiter goroutines of every shell
 
@@ -86,6 +89,37 @@ func WithMaxOutput(bytes int) ShellsOption {
 	}
 }
 
+// ShellRouter reaches the background shells of other workers of a
+// cluster: each worker claims the ids of the background shells it starts,
+// and bash.output or bash.kill of an id this worker does not hold is
+// routed to the worker that claimed it. Set it with [WithRouter].
+type ShellRouter interface {
+	// Claim records that this worker owns the background shell id.
+	Claim(ctx context.Context, id string) error
+	// Release drops this worker's claim of id (the shell is gone).
+	Release(ctx context.Context, id string)
+	// Route runs op ([ShellOutput] or [ShellKill]) with args on the worker
+	// that claimed args' shell_id and returns what it answered; found is
+	// false when no other worker claims the shell. An owner that is gone
+	// is an error that says so.
+	Route(ctx context.Context, op string, args map[string]any) (text string, found bool, err error)
+}
+
+// Operations of [ShellRouter.Route] and [Shells.Local].
+const (
+	ShellOutput = "output" // bash.output
+	ShellKill   = "kill"   // bash.kill
+)
+
+// WithRouter reaches the background shells of other workers through r
+// (see [ShellRouter]).
+func WithRouter(r ShellRouter) ShellsOption {
+	return func(s *Shells) error {
+		s.router = r
+		return nil
+	}
+}
+
 // NewShells returns an empty manager that runs commands with bash (sh when
 // bash is missing). Commands get the worker's environment without the
 // variables that hold secrets ([ScrubEnv]), and the values of those
@@ -124,6 +158,7 @@ type shell struct {
 	pid     int
 	out     *output
 	reader  *os.File      // read end of the output pipe
+	claimed bool          // the router holds this worker's claim (guarded by Shells.mu)
 	exited  chan struct{} // closed once the process was reaped; code is set
 	drained chan struct{} // closed once the reader stopped
 	code    int           // exit code, -N when killed by signal N
@@ -217,11 +252,72 @@ func (s *Shells) get(id string) (*shell, error) {
 	return sh, nil
 }
 
-// forget drops the shell from the manager.
+// forget drops the shell from the manager (and the router's claim).
 func (s *Shells) forget(sh *shell) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	delete(s.shells, sh.id)
+	s.mu.Unlock()
+	s.release(sh)
+}
+
+// claim records this worker as the owner of a background shell.
+func (s *Shells) claim(ctx context.Context, sh *shell) error {
+	if s.router == nil {
+		return nil
+	}
+	if err := s.router.Claim(ctx, sh.id); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	sh.claimed = true
+	s.mu.Unlock()
+	return nil
+}
+
+// release drops the router's claims of the shells.
+func (s *Shells) release(shells ...*shell) {
+	for _, sh := range shells {
+		s.mu.Lock()
+		claimed := sh.claimed
+		sh.claimed = false
+		s.mu.Unlock()
+		if claimed {
+			s.router.Release(context.Background(), sh.id)
+		}
+	}
+}
+
+// has reports whether this manager holds the shell id.
+func (s *Shells) has(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.shells[id]
+	return ok
+}
+
+// Local runs op ([ShellOutput] or [ShellKill]) with args on this
+// manager's own shells only: what a worker answers for the shells it owns
+// when another routes a call to it.
+func (s *Shells) Local(op string, args map[string]any) (string, error) {
+	switch op {
+	case ShellOutput:
+		return bashOutput(s, args)
+	case ShellKill:
+		return killBash(s, stringArg(args, "shell_id"))
+	}
+	return "", fmt.Errorf("unknown shell operation %q: want %s or %s", op, ShellOutput, ShellKill)
+}
+
+// call runs op on the shell args names: here when this manager holds it,
+// else on the worker the router says owns it.
+func (s *Shells) call(ctx context.Context, op string, args map[string]any) (string, error) {
+	if s.router != nil && !s.has(stringArg(args, "shell_id")) {
+		text, found, err := s.router.Route(ctx, op, args)
+		if found {
+			return text, err
+		}
+	}
+	return s.Local(op, args)
 }
 
 // finalize waits for an exited shell's output: until the pipe closes, or
@@ -280,6 +376,7 @@ func (s *Shells) TerminateSession(session string) int {
 	}
 	s.mu.Unlock()
 	s.terminate(mine...)
+	s.release(mine...)
 	return len(mine)
 }
 
@@ -302,6 +399,7 @@ func (s *Shells) Close() error {
 	}
 	s.mu.Unlock()
 	s.terminate(all...)
+	s.release(all...)
 	s.wg.Wait()
 	return nil
 }

@@ -1,0 +1,153 @@
+package stack_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/bubbus/bub/internal/cli"
+	"github.com/bubbus/bub/internal/natstest"
+	"github.com/bubbus/bub/internal/natsx"
+	"github.com/bubbus/bub/internal/stack"
+	"github.com/bubbus/bub/pkg/hooks/remote"
+)
+
+// services starts an ingress and one worker guarded by the fail-closed
+// interceptor "guard" (discovery bounded by 30s) on srv.
+func services(t *testing.T, srv *natstest.Server) (*stack.Running, string) {
+	t.Helper()
+	common := &cli.Common{Home: t.TempDir(), Prefix: "bub", LogLevel: "info", LogFormat: "text", NATS: natsx.ClientConfig{URL: srv.URL}}
+	if err := common.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := stack.Open(common, false, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo := natsx.Topology{MemoryStorage: true}
+	guard := remote.Config{Service: "guard", Failure: remote.FailClosed, Timeout: 30 * time.Second}
+	running, err := stack.StartServices(t.Context(), cl, stack.Services{
+		Ingress: &stack.IngressOptions{Topology: topo, Instance: "t", Listener: ln},
+		Workers: 1,
+		Worker:  stack.WorkerOptions{Topology: topo, Instance: "t", Workspace: t.TempDir(), Interceptors: []remote.Config{guard}},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = running.Stop() })
+	return running, "http://" + ln.Addr().String()
+}
+
+// readyz returns GET /readyz's status and body, or the request's error.
+func readyz(base string) (int, string, error) {
+	client := &http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Get(base + "/readyz")
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
+// TestReadinessWaitsForEveryWorker holds the guard interceptor's discovery
+// reply: while the worker cannot start, /readyz answers 503 and names it;
+// once the guard answers, /readyz answers 200.
+func TestReadinessWaitsForEveryWorker(t *testing.T) {
+	srv := natstest.Start(t)
+	nc := srv.Conn(t)
+	asked := make(chan *nats.Msg, 1)
+	if _, err := nc.Subscribe("$SRV.INFO.guard", func(m *nats.Msg) { asked <- m }); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	running, base := services(t, srv)
+	var req *nats.Msg
+	select {
+	case req = <-asked:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the worker never asked for the guard interceptor")
+	}
+	status, body, err := readyz(base)
+	if err != nil || status != http.StatusServiceUnavailable || !strings.Contains(body, "worker 0") {
+		t.Fatalf("readyz while the worker starts: %d %q %v; want 503 naming worker 0", status, body, err)
+	}
+	if err := req.Respond([]byte(`{"type":"io.nats.micro.v1.info_response","name":"guard","id":"g1","version":"1.0.0","endpoints":[]}`)); err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, 30*time.Second, func() (bool, string) {
+		status, body, err := readyz(base)
+		return err == nil && status == http.StatusOK, "readyz after the worker started: " + body
+	})
+	if err := running.Err(); err != nil {
+		t.Fatalf("Err with every service running: %v", err)
+	}
+}
+
+// TestAFailedServiceStopsTheOthers starts a worker whose fail-closed
+// interceptor is not running: the worker fails, Done is closed, Err and
+// Ready name the failure, and the ingress's listener is closed, so a
+// client is refused instead of waiting on a port nobody serves.
+func TestAFailedServiceStopsTheOthers(t *testing.T) {
+	srv := natstest.Start(t)
+	running, base := services(t, srv)
+	select {
+	case <-running.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("Done not closed after the worker failed")
+	}
+	if err := running.Err(); err == nil || !strings.Contains(err.Error(), `interceptor "guard" fails closed`) {
+		t.Fatalf("Err = %v, want the guard's failure", err)
+	}
+	if err := running.Ready(t.Context()); err == nil || !strings.Contains(err.Error(), "worker 0") {
+		t.Fatalf("Ready = %v, want the failed worker named", err)
+	}
+	natstest.Eventually(t, 30*time.Second, func() (bool, string) {
+		_, _, err := readyz(base)
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			t.Fatalf("readyz hangs after the services stopped: %v", err)
+		}
+		return err != nil, "readyz still answers after the services stopped"
+	})
+	if err := running.Stop(); err == nil {
+		t.Fatal("Stop returned nil after a service failed")
+	}
+}
+
+// TestReadyWithoutWorkers checks the readiness of a stack without workers
+// (nothing to wait for) before and after Stop.
+func TestReadyWithoutWorkers(t *testing.T) {
+	srv := natstest.Start(t)
+	common := &cli.Common{Home: t.TempDir(), Prefix: "bub", LogLevel: "info", LogFormat: "text", NATS: natsx.ClientConfig{URL: srv.URL}}
+	if err := common.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := stack.Open(common, false, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	running, err := stack.StartServices(context.Background(), cl, stack.Services{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := running.Ready(t.Context()); err != nil {
+		t.Fatalf("Ready = %v with no services", err)
+	}
+	if err := running.Stop(); err != nil {
+		t.Fatalf("Stop = %v with no services", err)
+	}
+}
