@@ -129,10 +129,7 @@ func (p *Provider) convertMessages(in []llm.Message) ([]asdk.TextBlockParam, []a
 				out = append(out, asdk.NewAssistantMessage(blocks...))
 			}
 		case llm.RoleTool:
-			result := asdk.NewToolResultBlock(m.ToolCallID, m.Content.PlainText(), false)
-			if m.Content.PlainText() == "" {
-				result.OfToolResult.Content = nil // an empty text block is refused
-			}
+			result := toolResult(m)
 			if n := len(out); i > 0 && in[i-1].Role == llm.RoleTool && n > 0 {
 				out[n-1].OfUser.Content = append(out[n-1].OfUser.Content, result)
 			} else {
@@ -146,6 +143,16 @@ func (p *Provider) convertMessages(in []llm.Message) ([]asdk.TextBlockParam, []a
 		system[n-1].CacheControl = ephemeral
 	}
 	return system, out, nil
+}
+
+// toolResult is the tool_result block of a tool message; empty content is
+// left out, as the API refuses an empty text block.
+func toolResult(m llm.Message) asdk.ContentBlockParamUnion {
+	block := asdk.ToolResultBlockParam{ToolUseID: m.ToolCallID}
+	if text := m.Content.PlainText(); text != "" {
+		block.Content = []asdk.ToolResultBlockParamContentUnion{{OfText: &asdk.TextBlockParam{Text: text}}}
+	}
+	return asdk.ContentBlockParamUnion{OfToolResult: &block}
 }
 
 // contentBlocks converts a user message's content.
