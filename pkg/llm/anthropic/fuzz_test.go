@@ -2,6 +2,8 @@ package anthropic
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -10,6 +12,7 @@ import (
 	asdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
 
+	"github.com/bubbus/bub/pkg/bub"
 	"github.com/bubbus/bub/pkg/llm"
 )
 
@@ -74,6 +77,44 @@ func FuzzStream(f *testing.F) {
 		}
 		if got.Usage == nil || got.Usage.TotalTokens != got.Usage.PromptTokens+got.Usage.CompletionTokens {
 			t.Fatalf("usage = %+v", got.Usage)
+		}
+	})
+}
+
+// FuzzParams converts arbitrary messages (as a tape would hold them, in
+// JSON) into a Messages API request: it must never panic, a refusal must
+// be an invalid_input *bub.Error, and an accepted request must encode.
+func FuzzParams(f *testing.F) {
+	for _, seed := range []string{
+		`[{"role":"system","content":"be brief"},{"role":"user","content":"hi"}]`,
+		`[{"role":"tool","tool_call_id":"x","content":"orphan"},{"role":"tool","content":""}]`,
+		`[{"role":"assistant","content":null,"tool_calls":[{"id":"a","function":{"name":"f","arguments":"{\"k\":[1"}}]},{"role":"tool","tool_call_id":"a","content":[{"type":"text","text":"r"}]}]`,
+		`[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:;base64,"}},{"type":"video_url"}]}]`,
+		`[{"role":"robot","content":"?"}]`,
+		`[]`,
+	} {
+		f.Add([]byte(seed), "high")
+	}
+	p, err := New()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte, effort string) {
+		var messages []llm.Message
+		if json.Unmarshal(raw, &messages) != nil {
+			return
+		}
+		params, err := p.params(llm.Call{Model: "m", Messages: messages, MaxTokens: 4096, ReasoningEffort: effort,
+			Tools: []llm.ToolSchema{{Name: "t", Parameters: map[string]any{"required": "not a list"}}}})
+		if err != nil {
+			var be *bub.Error
+			if !errors.As(err, &be) || be.Kind != bub.KindInvalidInput {
+				t.Fatalf("err = %v (%T), want invalid_input", err, err)
+			}
+			return
+		}
+		if _, err := json.Marshal(params); err != nil {
+			t.Fatalf("encoding the request: %v", err)
 		}
 	})
 }
