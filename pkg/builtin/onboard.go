@@ -13,14 +13,15 @@ var _ hooks.ConfigOnboarder = (*Plugin)(nil)
 
 // OnboardProviders returns the "LLM provider" choices of onboarding, the
 // providers package llm/providers runs: openrouter, openai and ollama
-// (OpenAI-compatible with a default API base), vllm and llamacpp
+// (OpenAI-compatible with a default API base), anthropic (the native
+// Messages API, package llm/anthropic), vllm and llamacpp
 // (OpenAI-compatible, an API base is needed), echo (the built-in key-less
 // model) and custom (ask for the name of any other OpenAI-compatible
-// provider). Bub's anthropic, gemini, azure, bedrock, groq, mistral and
-// deepseek are not listed: they run here only through an OpenAI-compatible
-// API base, as a custom provider.
+// provider). Bub's gemini, azure, bedrock, groq, mistral and deepseek are
+// not listed: they run here only through an OpenAI-compatible API base, as
+// a custom provider.
 func OnboardProviders() []string {
-	return []string{"openrouter", "openai", "ollama", "vllm", "llamacpp", "echo", "custom"}
+	return []string{"openrouter", "openai", "ollama", "anthropic", "vllm", "llamacpp", "echo", "custom"}
 }
 
 // Onboarding question keys. The provider questions' answers are not

@@ -111,7 +111,7 @@ func TestOnboardConfigProviderChoices(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := r.asked[0]
-	want := []string{"openrouter", "openai", "ollama", "vllm", "llamacpp", "echo", "groq", "custom"}
+	want := []string{"openrouter", "openai", "ollama", "anthropic", "vllm", "llamacpp", "echo", "groq", "custom"}
 	if q.Default != "groq" || !reflect.DeepEqual(q.Choices, want) {
 		t.Errorf("provider question default %q choices %v; want groq and %v", q.Default, q.Choices, want)
 	}

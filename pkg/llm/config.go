@@ -23,12 +23,15 @@ const (
 	DefaultMaxTokens = 16384
 )
 
-// Base URLs of the OpenAI-compatible providers that need no configured API
-// base. Every other provider (vllm, llamacpp, custom, ...) needs one.
+// Base URLs of the providers that need no configured API base: the
+// OpenAI-compatible ones and Anthropic's Messages API (package
+// llm/anthropic). Every other provider (vllm, llamacpp, custom, ...) needs
+// one.
 const (
 	OpenAIBaseURL     = "https://api.openai.com/v1"
 	OpenRouterBaseURL = "https://openrouter.ai/api/v1"
 	OllamaBaseURL     = "http://127.0.0.1:11434/v1"
+	AnthropicBaseURL  = "https://api.anthropic.com"
 )
 
 // knownEndpoint is a provider whose base URL has a default.
@@ -42,6 +45,7 @@ var knownEndpoints = map[string]knownEndpoint{
 	"openai":     {baseURL: OpenAIBaseURL, hosted: true},
 	"openrouter": {baseURL: OpenRouterBaseURL, hosted: true},
 	"ollama":     {baseURL: OllamaBaseURL},
+	"anthropic":  {baseURL: AnthropicBaseURL, hosted: true},
 }
 
 // Config holds the model settings of Bub's AgentSettings. Its zero value
@@ -151,9 +155,10 @@ type ProviderConfig struct {
 
 // ProviderConfig resolves the endpoint of provider: the base URL from
 // APIBases, then APIBase, then the provider's default (openai, openrouter,
-// ollama); the key from APIKeys, then APIKey. A provider with no base URL,
-// and a hosted provider (openai, openrouter) at its default base with no
-// key, are *bub.Error config errors that name the setting to add.
+// ollama, anthropic); the key from APIKeys, then APIKey. A provider with no
+// base URL, and a hosted provider (openai, openrouter, anthropic) at its
+// default base with no key, are *bub.Error config errors that name the
+// setting to add.
 func (c Config) ProviderConfig(provider string) (ProviderConfig, error) {
 	pc, hosted, err := c.endpoint(provider)
 	if err != nil {

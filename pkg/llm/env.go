@@ -30,7 +30,7 @@ const (
 // envProviders are the providers whose BUB_<PROVIDER>_API_KEY/_API_BASE
 // [ConfigFromEnv] always reads, besides those named in BUB_MODEL and
 // BUB_FALLBACK_MODELS.
-var envProviders = []string{"openai", "openrouter", "ollama", "vllm", "llamacpp", "custom"}
+var envProviders = []string{"openai", "openrouter", "ollama", "anthropic", "vllm", "llamacpp", "custom"}
 
 // EnvAPIKey returns the per-provider key variable, e.g. BUB_OPENAI_API_KEY:
 // the variable of the config key path <provider>.api_key
@@ -50,8 +50,8 @@ func EnvAPIBase(provider string) string { return config.EnvName(provider + ".api
 //   - BUB_API_KEY, BUB_API_BASE: used for every provider.
 //   - BUB_<PROVIDER>_API_KEY, BUB_<PROVIDER>_API_BASE: per provider; they
 //     win over BUB_API_KEY/BUB_API_BASE for that provider. Read for openai,
-//     openrouter, ollama, vllm, llamacpp, custom and every provider named
-//     in BUB_MODEL or BUB_FALLBACK_MODELS.
+//     openrouter, ollama, anthropic, vllm, llamacpp, custom and every
+//     provider named in BUB_MODEL or BUB_FALLBACK_MODELS.
 //   - BUB_MAX_TOKENS: a positive integer.
 //   - BUB_MODEL_TIMEOUT (or Bub's BUB_MODEL_TIMEOUT_SECONDS): a Go
 //     duration ("90s") or a number of seconds ("90", "1.5").

@@ -129,8 +129,12 @@ type Usage struct {
 }
 
 // PromptTokensDetails carries the cached part of the prompt tokens.
+// CacheWriteTokens (OpenRouter's name) counts the prompt tokens written to
+// the provider's cache by this call, which Anthropic reports as
+// cache_creation_input_tokens; 0 when the provider reports none.
 type PromptTokensDetails struct {
-	CachedTokens int `json:"cached_tokens"`
+	CachedTokens     int `json:"cached_tokens"`
+	CacheWriteTokens int `json:"cache_write_tokens,omitempty"`
 }
 
 // ToolSchema describes a tool offered to the model.

@@ -12,8 +12,9 @@ import (
 )
 
 // ProviderFactory builds the provider for a name that has no registered
-// provider, from its resolved [ProviderConfig]. The OpenAI-compatible
-// provider offers one (see package llm/openai).
+// provider, from its resolved [ProviderConfig]. The OpenAI-compatible and
+// the Anthropic providers offer one (see packages llm/openai and
+// llm/anthropic).
 type ProviderFactory func(ProviderConfig) (Provider, error)
 
 // RouterOption configures a [Router].
@@ -39,6 +40,20 @@ func WithProvider(name string, p Provider) RouterOption {
 func WithFactory(f ProviderFactory) RouterOption {
 	return func(r *Router) error {
 		r.factory = f
+		return nil
+	}
+}
+
+// WithProviderFactory sets the factory of one provider name; for that
+// name it wins over [WithFactory]. A later WithProviderFactory for the
+// same name replaces an earlier one. (Package llm/providers sets one for
+// "anthropic".)
+func WithProviderFactory(name string, f ProviderFactory) RouterOption {
+	return func(r *Router) error {
+		if name == "" || f == nil {
+			return errors.New("llm: provider factory registration needs a name and a factory")
+		}
+		r.factories[name] = f
 		return nil
 	}
 }
@@ -73,6 +88,7 @@ func WithLogger(l *slog.Logger) RouterOption {
 type Router struct {
 	cfg        Config
 	registered map[string]Provider
+	factories  map[string]ProviderFactory
 	factory    ProviderFactory
 	logger     *slog.Logger
 
@@ -97,6 +113,7 @@ func NewRouter(cfg Config, opts ...RouterOption) (*Router, error) {
 	r := &Router{
 		cfg:        cfg.WithDefaults(),
 		registered: map[string]Provider{},
+		factories:  map[string]ProviderFactory{},
 		logger:     slog.New(slog.DiscardHandler),
 		built:      map[string]Provider{},
 	}
@@ -110,7 +127,7 @@ func NewRouter(cfg Config, opts ...RouterOption) (*Router, error) {
 		if _, ok := r.registered[name]; ok {
 			continue
 		}
-		if r.factory == nil {
+		if r.factoryOf(name) == nil {
 			return nil, errNoProvider(name)
 		}
 		if _, _, err := r.cfg.endpoint(name); err != nil {
@@ -194,13 +211,23 @@ func (r *Router) try(ctx context.Context, model string, call Call, onDelta func(
 	return resp, sent.Load(), err
 }
 
-// provider returns the registered provider of name, or the one the
+// factoryOf returns the factory for name: its own, else the general one
+// (nil when there is neither).
+func (r *Router) factoryOf(name string) ProviderFactory {
+	if f, ok := r.factories[name]; ok {
+		return f
+	}
+	return r.factory
+}
+
+// provider returns the registered provider of name, or the one its
 // factory built for it (built once, then reused).
 func (r *Router) provider(name string) (Provider, error) {
 	if p, ok := r.registered[name]; ok {
 		return p, nil
 	}
-	if r.factory == nil {
+	factory := r.factoryOf(name)
+	if factory == nil {
 		return nil, errNoProvider(name)
 	}
 	pc, err := r.cfg.ProviderConfig(name)
@@ -212,7 +239,7 @@ func (r *Router) provider(name string) (Provider, error) {
 	if p, ok := r.built[name]; ok {
 		return p, nil
 	}
-	p, err := r.factory(pc)
+	p, err := factory(pc)
 	if err != nil {
 		return nil, err
 	}

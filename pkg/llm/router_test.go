@@ -232,6 +232,7 @@ func TestRouterCallTimeConfigErrors(t *testing.T) {
 		{model: "openai:gpt-4o-mini", wantSetting: "BUB_OPENAI_API_KEY"},
 		{model: "openrouter:openrouter/free", wantSetting: "BUB_OPENROUTER_API_KEY"},
 		{model: "llamacpp:local", wantSetting: "BUB_LLAMACPP_API_BASE"},
+		{model: "anthropic:claude-x", wantSetting: "BUB_ANTHROPIC_API_KEY"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.model, func(t *testing.T) {
@@ -243,5 +244,50 @@ func TestRouterCallTimeConfigErrors(t *testing.T) {
 				t.Fatalf("err = %v, want a config error naming %s", err, tt.wantSetting)
 			}
 		})
+	}
+}
+
+// named is a provider that answers with its name and the model id.
+type named string
+
+func (n named) Complete(_ context.Context, call llm.Call, _ func(llm.Delta)) (llm.Response, error) {
+	return llm.Response{Text: string(n) + "/" + call.Model}, nil
+}
+
+// namedFactory builds a named provider of label for any config.
+func namedFactory(label string) llm.ProviderFactory {
+	return func(pc llm.ProviderConfig) (llm.Provider, error) { return named(label + ":" + pc.Provider), nil }
+}
+
+// TestRouterProviderFactory: a factory set for one name builds that
+// name's provider; every other name keeps the general factory; a later
+// one for the same name replaces the earlier.
+func TestRouterProviderFactory(t *testing.T) {
+	cfg := llm.Config{Model: "special:m", APIBase: "http://127.0.0.1:1"}
+	r, err := llm.NewRouter(cfg,
+		llm.WithFactory(namedFactory("general")),
+		llm.WithProviderFactory("special", namedFactory("first")),
+		llm.WithProviderFactory("special", namedFactory("own")),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for model, want := range map[string]string{"special:m": "own:special/m", "other:x": "general:other/x"} {
+		call := ask("hi")
+		call.Model = model
+		resp, err := r.Complete(t.Context(), call, nil)
+		if err != nil || resp.Text != want {
+			t.Errorf("%s: %q, %v; want %q", model, resp.Text, err, want)
+		}
+	}
+	// A named factory alone is enough for its name, not for another.
+	if _, err := llm.NewRouter(cfg, llm.WithProviderFactory("special", namedFactory("own"))); err != nil {
+		t.Errorf("named factory only: %v", err)
+	}
+	if _, err := llm.NewRouter(llm.Config{Model: "other:x", APIBase: "http://127.0.0.1:1"}, llm.WithProviderFactory("special", namedFactory("own"))); err == nil {
+		t.Errorf("a router without a factory for other accepted other:x")
+	}
+	if _, err := llm.NewRouter(cfg, llm.WithProviderFactory("special", nil)); err == nil {
+		t.Errorf("nil factory accepted")
 	}
 }
