@@ -85,7 +85,7 @@ func TestUpRunsAPluginChannel(t *testing.T) {
 	p := &chatPlugin{}
 	env := testEnv(map[string]string{"BUB_HOME": t.TempDir(), "BUB_MODEL": "echo:echo"}, p)
 	cmd := newUp(env)
-	var out bytes.Buffer
+	var out syncBuffer // the services log while up prints
 	cmd.SetOut(&out)
 	cmd.SetErr(&out)
 	cmd.SetArgs([]string{"--nats-listen", "", "--http", "127.0.0.1:0", "--enable-channel", "chat", "--log-level", "warn"})
@@ -140,7 +140,7 @@ func TestUpWithoutTransportChannelsRunsNoGateway(t *testing.T) {
 func TestGatewayWithNoChannelsFails(t *testing.T) {
 	cmd := NewGateway(testEnv(map[string]string{"BUB_HOME": t.TempDir()}))
 	cmd.SetArgs([]string{"--enable-channel", ""})
-	var out bytes.Buffer
+	var out syncBuffer // the services log while up prints
 	cmd.SetOut(&out)
 	cmd.SetErr(&out)
 	err := cmd.ExecuteContext(t.Context())
@@ -178,7 +178,7 @@ func TestUpRunsTelegram(t *testing.T) {
 		"BUB_TELEGRAM_TOKEN": srv.Token(), "BUB_TELEGRAM_API_BASE": srv.URL(),
 	})
 	cmd := newUp(env)
-	var out bytes.Buffer
+	var out syncBuffer // the services log while up prints
 	cmd.SetOut(&out)
 	cmd.SetErr(&out)
 	cmd.SetArgs([]string{"--nats-listen", "", "--http", "127.0.0.1:0", "--log-level", "warn"})
@@ -247,4 +247,23 @@ func TestGatewayWithEmptyConfigFails(t *testing.T) {
 	if err == nil || errors.Is(err, gateway.ErrNoChannels) || !strings.Contains(err.Error(), "NATS URL") {
 		t.Fatalf("without enabled_channels: %v", err)
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the concurrent writes of a
+// command's output and its services' logs.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
