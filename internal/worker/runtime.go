@@ -297,8 +297,8 @@ func (rt *Runtime) LatestSwitches(ctx context.Context, session string) (string, 
 		return "", "", nil
 	}
 	e, err := rt.o.State.Get(ctx, rt.o.Names.SwitchesKey(session))
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return "", "", nil
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return "", "", nil // none, or cleared by a tape reset
 	}
 	if err != nil {
 		return "", "", err
