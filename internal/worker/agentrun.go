@@ -28,7 +28,11 @@ func (rt *Runtime) RunAgent(ctx context.Context, in hooks.RunModelInput) (hooks.
 	if t == nil {
 		t = &turn{in: Inbound{Envelope: &envelope.Envelope{}}}
 	}
-	run, rtape := rt.prepare(t, in.SessionID, in.State, SteeringFrom(ctx))
+	var steer agent.Steering
+	if inbox := SteeringFrom(ctx); inbox != nil {
+		steer = steeringPrompts{inbox: inbox, reg: rt.reg, session: in.SessionID, state: in.State, log: rt.log}
+	}
+	run, rtape := rt.prepare(t, in.SessionID, in.State, steer)
 	ctx = withRun(ctx, rtape)
 	run.Prompt = in.Prompt
 	run.Model = in.State.String(bub.StateModel)
