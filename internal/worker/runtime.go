@@ -88,6 +88,9 @@ type Runtime struct {
 	tapes tape.Store
 	// tapeContext is what build_tape_context answered at startup.
 	tapeContext tape.Context
+	// quitter stops a session's other turns for the quit tool (set by
+	// SetQuitter before the worker runs).
+	quitter Quitter
 }
 
 // NewRuntime assembles the hook registry (builtin first, then o.Plugins),
@@ -120,7 +123,7 @@ func NewRuntime(ctx context.Context, o RuntimeOptions) (*Runtime, error) {
 	runtimeOptions := func(ctx context.Context, session string) (hooks.RuntimeOptions, error) {
 		return rt.reg.RuntimeOptions(ctx, hooks.RuntimeOptionsInput{SessionID: session, Workspace: o.Workspace})
 	}
-	if err := toolkit.Register(reg, toolkit.Options{Shells: rt.shells, RuntimeOptions: runtimeOptions, Skills: catalog}); err != nil {
+	if err := toolkit.Register(reg, toolkit.Options{Shells: rt.shells, RuntimeOptions: runtimeOptions, Skills: catalog, Quit: rt.quit}); err != nil {
 		return nil, err
 	}
 	reg.Freeze()
@@ -214,6 +217,16 @@ func (rt *Runtime) Process(ctx context.Context, in Inbound) (err error) {
 	ctx = withTurn(ctx, t)
 	failure, conn := &failureReply{}, watchConn(rt.o.NC)
 	_, err = rt.fw.ProcessInbound(withFailureReply(ctx, failure), in.Envelope)
+	if quitted(ctx) {
+		// Stopped by ,quit: the run was recorded as cancelled; no reply
+		// (the failure report included) follows "Session tasks stopped.".
+		failure.take()
+		if ferr := t.flush(context.WithoutCancel(ctx)); ferr != nil {
+			rt.log.Warn("worker.quit_flush_failed", "envelope", in.Envelope.ID, "err", ferr)
+		}
+		rt.log.Info("worker.turn_quit", "envelope", in.Envelope.ID, "session", in.Envelope.SessionID)
+		return nil
+	}
 	if err != nil {
 		if err = rt.settleFailure(ctx, conn, failure, err); errors.Is(err, ErrRetry) {
 			return err
@@ -251,6 +264,9 @@ func (rt *Runtime) onDecision(ctx context.Context, rec hooks.DecisionRecord) {
 func (rt *Runtime) Send(ctx context.Context, env *envelope.Envelope) error {
 	if holdFailureReply(ctx, env) {
 		return nil // sent by Process once the turn's outcome is known
+	}
+	if quitted(ctx) {
+		return nil // a turn stopped by ,quit answers nothing
 	}
 	if t := turnFrom(ctx); t != nil {
 		if err := t.flush(ctx); err != nil {
