@@ -298,9 +298,10 @@ func (g *Gate) followUp(ctx context.Context, in worker.Inbound, session string, 
 			wait.stop()
 			return err
 		}
+		err = g.finish(cctx, in.Envelope.ID, nil) // before the wait key goes, which quit waits for
 		wait.end(cctx)
 		g.log.Info("admission.follow_up_quit", "session", session, "envelope", in.Envelope.ID)
-		return g.finish(cctx, in.Envelope.ID, nil)
+		return err
 	case err != nil:
 		wait.stop() // keep the key: the redelivered message takes it over
 		return retry("waiting for the session", err)
@@ -327,18 +328,24 @@ func (g *Gate) run(ctx context.Context, in worker.Inbound, session string, wait 
 	inbox := g.steer.Inbox(session, env.ID)
 	tctx, untrack := g.local.track(ctx, session, env.ID)
 	err = g.o.Next.Process(worker.WithSteering(tctx, inbox), in)
-	if errors.Is(context.Cause(tctx), worker.ErrQuit) {
-		err = nil // stopped by ,quit: finished, never run again
-	}
+	quit := errors.Is(context.Cause(tctx), worker.ErrQuit)
 	untrack()
 	cctx := context.WithoutCancel(ctx)
-	if errors.Is(err, worker.ErrRetry) || ctx.Err() != nil {
+	if !quit && (errors.Is(err, worker.ErrRetry) || ctx.Err() != nil) {
 		inbox.Release()
 		l.end(cctx)
 		return err
 	}
 	if cerr := inbox.Commit(cctx); cerr != nil {
 		g.log.Warn("admission.steer_commit_failed", "session", session, "err", cerr)
+	}
+	if quit {
+		// Stopped by ,quit: finished, never run again. The done marker
+		// comes before the run key goes, which is what quit waits for.
+		err = g.finish(cctx, env.ID, nil)
+		l.end(cctx)
+		g.sweepIfIdle(cctx, session)
+		return err
 	}
 	l.end(cctx)
 	g.sweepIfIdle(cctx, session)

@@ -59,16 +59,16 @@ func TestQuitStopsTheSessionsOtherTurnsOnEveryWorker(t *testing.T) {
 	// Quit returned: the other turns of s ended (acknowledged, done) and
 	// the follow-up was cleared without running.
 	for id, done := range map[string]<-chan error{"a": a, "b": b, "c": c} {
+		if ok, err := f.gate.reg.Done(t.Context(), id); err != nil || !ok {
+			t.Errorf("%s has no done marker (%v) when Quit returned: it would run again", id, err)
+		}
 		select {
 		case err := <-done:
 			if err != nil {
 				t.Errorf("%s ended with %v, want acknowledged", id, err)
 			}
-		default:
-			t.Errorf("Quit returned while %s still runs or waits", id)
-		}
-		if ok, err := f.gate.reg.Done(t.Context(), id); err != nil || !ok {
-			t.Errorf("%s has no done marker (%v): it would run again", id, err)
+		case <-time.After(5 * time.Second):
+			t.Errorf("%s was not handed back for acknowledgement", id)
 		}
 	}
 	if started, _ := turnsB.snapshot(); !slices.Equal(started, []string{"b"}) {
