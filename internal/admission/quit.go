@@ -109,6 +109,8 @@ func (g *Gate) Quit(ctx context.Context, session, caller string) error {
 	if err != nil {
 		return err
 	}
+	ctx, cancel := context.WithTimeout(ctx, g.reg.ttl) // a flush needs a deadline too
+	defer cancel()
 	nc := g.o.JS.Conn()
 	if err := nc.Publish(g.o.Names.ControlQuit(session), b); err != nil {
 		return fmt.Errorf("quit: broadcasting: %w", err)
@@ -116,8 +118,6 @@ func (g *Gate) Quit(ctx context.Context, session, caller string) error {
 	if err := nc.FlushWithContext(ctx); err != nil {
 		return fmt.Errorf("quit: broadcasting: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, g.reg.ttl)
-	defer cancel()
 	mine := g.o.Names.TurnRunKey(session, caller)
 	recheck := time.NewTicker(g.reg.ttl / 3)
 	defer recheck.Stop()
