@@ -389,13 +389,16 @@ func (l *lane) commitWith(ctx context.Context, rn *run, msgs []jetstream.Msg) {
 		markArchived(entries, loc)
 	}
 	if err == nil {
+		// Before the append moves the watermarks: a turn that waited for
+		// them reads these switches (a failed append is redelivered and
+		// saves them again).
+		err = l.saveSwitches(ctx, rn.session, entries, reset)
+	}
+	if err == nil {
 		if reset {
 			opts = append(opts, tape.WithReset())
 		}
 		_, err = l.r.store.Append(ctx, rn.session, entries, opts...)
-	}
-	if err == nil {
-		err = l.saveSwitches(ctx, rn.session, entries, reset)
 	}
 	if err != nil {
 		telemetry.Fail(span, err)
