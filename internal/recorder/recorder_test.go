@@ -330,3 +330,21 @@ func TestTapeResetClearsTheSwitches(t *testing.T) {
 		t.Fatalf("switches after a reset then ,model echo:two = %s, want only the new model", got)
 	}
 }
+
+// A comma command is a run of its own without RunStarted: its
+// CommandFinished carries the inbound sequence, so the next turn of the
+// session, which waits for that watermark, does not wait in vain.
+func TestCommandRunMovesTheInboundWatermark(t *testing.T) {
+	f := setup(t)
+	f.startRecorder(t, recorder.Config{})
+	r := &runEvents{id: events.NewID(), session: "s9"}
+	meta := events.Meta{RunID: r.id, SessionID: "s9"}
+	r.list = []events.Event{&events.CommandFinished{Meta: meta, Command: ",help", Name: "help", Status: events.CommandOK, Output: "…",
+		Metadata: map[string]any{"envelope_id": "e9", "inbound_seq": 7}}}
+	f.publish(t, r, []int{0}, map[int]string{}, false)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if _, err := f.store.WaitWatermark(ctx, "s9", recorder.WatermarkInbound, 7); err != nil {
+		t.Fatalf("the command's run did not move the inbound watermark: %v", err)
+	}
+}

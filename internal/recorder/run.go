@@ -175,6 +175,9 @@ func (l *lane) handle(ctx context.Context, msg jetstream.Msg) {
 			rn.answers = p.Status == events.RunOK
 		case *events.CommandFinishedData:
 			rn.answers = p.Status != events.RunCancelled
+			// The inbound watermark a later turn of the session waits
+			// for (read-your-writes: ,model and ,tape.reset included).
+			rn.inbound = max(rn.inbound, uintOf(p.Metadata["inbound_seq"]))
 		}
 	}
 	if rn.complete() {

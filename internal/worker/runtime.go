@@ -307,10 +307,15 @@ func (rt *Runtime) publish(ctx context.Context, typ, session, runID string, data
 }
 
 // LatestSwitches implements builtin.Switches from the state bucket the
-// recorder maintains.
+// recorder maintains. In a turn it first waits (bounded) until the
+// recorder committed the session's earlier turns, which save their
+// switches (or clear them, on tape.reset) before committing.
 func (rt *Runtime) LatestSwitches(ctx context.Context, session string) (string, string, error) {
 	if rt.o.State == nil {
 		return "", "", nil
+	}
+	if t := turnFrom(ctx); t != nil {
+		rt.awaitEarlierTurns(ctx, session, "", t)
 	}
 	e, err := rt.o.State.Get(ctx, rt.o.Names.SwitchesKey(session))
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {

@@ -18,7 +18,7 @@ import (
 func (a *Agent) command(ctx context.Context, r *Run, line string) (Output, error) {
 	start := time.Now()
 	inv, err := tools.ResolveCommand(a.tools, line)
-	fin := &events.CommandFinished{Meta: r.meta(), Command: line, Name: inv.Name}
+	fin := &events.CommandFinished{Meta: r.meta(), Command: line, Name: inv.Name, Metadata: r.Metadata}
 	var out string
 	if err == nil {
 		var res *tools.Result

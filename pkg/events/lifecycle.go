@@ -211,4 +211,8 @@ type CommandFinished struct {
 	ElapsedMS int64
 	// Err is the command's error, nil when it succeeded.
 	Err error
+	// Metadata is the run's metadata (a comma command is a run of its
+	// own without RunStarted), e.g. the inbound envelope id and stream
+	// sequence the recorder's watermarks need.
+	Metadata map[string]any
 }

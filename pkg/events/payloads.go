@@ -155,12 +155,13 @@ type ChatFinishedData struct {
 
 // CommandFinishedData is the payload of [TypeCommandFinished].
 type CommandFinishedData struct {
-	Command   string     `json:"command"`
-	Name      string     `json:"name"`
-	Status    string     `json:"status"`
-	Output    string     `json:"output"`
-	ElapsedMS int64      `json:"elapsed_ms"`
-	Error     *ErrorData `json:"error,omitempty"`
+	Command   string         `json:"command"`
+	Name      string         `json:"name"`
+	Status    string         `json:"status"`
+	Output    string         `json:"output"`
+	ElapsedMS int64          `json:"elapsed_ms"`
+	Error     *ErrorData     `json:"error,omitempty"`
+	Metadata  map[string]any `json:"metadata,omitempty"`
 }
 
 // CommandChangedData is the payload of [TypeCommandChanged].
@@ -503,6 +504,7 @@ func toolResult(r any) any {
 func (e *CommandFinished) wire(bool) (string, any) {
 	return TypeCommandFinished, CommandFinishedData{
 		Command: e.Command, Name: e.Name, Status: e.Status, Output: e.Output, ElapsedMS: e.ElapsedMS, Error: errorData(e.Err),
+		Metadata: e.Metadata,
 	}
 }
 
