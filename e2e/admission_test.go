@@ -299,6 +299,11 @@ func TestAdmissionSteerReachesTheRunningTurn(t *testing.T) {
 	if !hasMessage(reqs[1], "also mention the kiwi") {
 		t.Fatalf("the running turn's next request lacks the steering message: %+v", reqs[1].Messages)
 	}
+	// Steered input is built like any prompt (build_prompt): its
+	// context line and date line come before the text.
+	if !hasMessage(reqs[1], "channel=$http") || !hasMessage(reqs[1], "---\nalso mention the kiwi") {
+		t.Fatalf("the steering message reached the model without its context and date lines: %+v", reqs[1].Messages)
+	}
 	if len(out) != 1 {
 		t.Fatalf("replies %+v: the steered message must join the running turn, not get a turn of its own", out)
 	}

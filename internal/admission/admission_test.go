@@ -108,7 +108,7 @@ func (p *turns) Process(ctx context.Context, in worker.Inbound) error {
 		}
 		p.mu.Lock()
 		for _, m := range msgs {
-			p.steered[id] = append(p.steered[id], m.PlainText())
+			p.steered[id] = append(p.steered[id], m.Content)
 		}
 		p.mu.Unlock()
 	}

@@ -35,6 +35,14 @@
 // nothing; the end-of-turn sweep still reads the steering stream itself,
 // so a marker lost to a crash never loses a message.
 //
+// Quit (Bub's quit(session), the ,quit command) is a core-NATS broadcast
+// on bub.control.quit.<session> that every gate subscribes to: each gate
+// cancels its running turns of the session (worker.ErrQuit; the calling
+// turn excepted) and clears its waiting follow-ups of the session
+// (turn.dropped with reason "quit"); [Gate.Quit] returns once the registry
+// shows them gone. A stopped turn is recorded as a cancelled run, sends no
+// reply and is acknowledged.
+//
 // Decisions are sticky across redeliveries: a redelivered envelope that
 // finds its own run or wait key keeps that decision. A done marker written
 // before the acknowledgement makes a redelivered envelope whose turn

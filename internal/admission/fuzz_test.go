@@ -47,6 +47,20 @@ func FuzzDecodeSteer(f *testing.F) {
 		if env.Validate() != nil || env.ID == "" {
 			t.Fatalf("accepted an invalid envelope %+v", env)
 		}
-		_ = steerContent(env)
+	})
+}
+
+// FuzzDecodeQuit: a quit broadcast (core NATS, any publisher) either
+// decodes to a request naming a session or is rejected, never a panic.
+func FuzzDecodeQuit(f *testing.F) {
+	f.Add([]byte(`{"session":"http:c1","except":"m1"}`))
+	f.Add([]byte(`{"session":""}`))
+	f.Add([]byte(`{"session":7}`))
+	f.Add([]byte("garbage"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		q, err := decodeQuit(data)
+		if err == nil && q.Session == "" {
+			t.Fatalf("accepted a quit without a session: %q", data)
+		}
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/bubbus/bub/internal/worker"
@@ -65,6 +66,8 @@ type Gate struct {
 	reg   *Registry
 	steer *Steering
 	log   *slog.Logger
+	local local              // this worker's turns and follow-ups, for quit
+	quit  *nats.Subscription // the quit broadcasts
 }
 
 var _ worker.Processor = (*Gate)(nil)
@@ -88,12 +91,20 @@ func NewGate(ctx context.Context, o Options) (*Gate, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Gate{o: o, reg: reg, steer: NewSteering(o.JS, o.Names, reg, o.Source, o.Log), log: o.Log}, nil
+	g := &Gate{o: o, reg: reg, steer: NewSteering(o.JS, o.Names, reg, o.Source, o.Log), log: o.Log}
+	if g.quit, err = o.JS.Conn().Subscribe(o.Names.ControlQuitAll(), g.onQuit); err != nil {
+		reg.Close()
+		return nil, fmt.Errorf("admission: subscribing to quit broadcasts: %w", err)
+	}
+	return g, nil
 }
 
-// Close stops the gate's registry mirror and heartbeats (after the worker
-// stopped calling Process).
-func (g *Gate) Close() { g.reg.Close() }
+// Close stops the gate's quit subscription, registry mirror and
+// heartbeats (after the worker stopped calling Process).
+func (g *Gate) Close() {
+	_ = g.quit.Unsubscribe()
+	g.reg.Close()
+}
 
 // Registry returns the gate's turn registry.
 func (g *Gate) Registry() *Registry { return g.reg }
@@ -213,17 +224,8 @@ func (g *Gate) Snapshot(ctx context.Context, session, self string, selfSeq uint6
 
 // drop records the decision and tells the sender.
 func (g *Gate) drop(ctx context.Context, session string, env *envelope.Envelope) error {
-	data := events.TurnDroppedData{EnvelopeID: env.ID, Reason: "admit_message"}
-	ev, err := events.New(events.TypeTurnDropped, events.Attrs{ID: env.ID + "/dropped", Source: g.o.Source, SessionID: session}, data)
-	if err != nil {
+	if err := g.dropped(ctx, session, env, "admit_message"); err != nil {
 		return err
-	}
-	msg, err := events.ToMsg(g.o.Names.Event(session, events.SubjectName(events.TypeTurnDropped)), ev)
-	if err != nil {
-		return err
-	}
-	if _, err := g.o.JS.PublishMsg(ctx, msg); err != nil {
-		return retry("publishing turn.dropped", err)
 	}
 	out := &envelope.Envelope{
 		SessionID: session,
@@ -242,6 +244,23 @@ func (g *Gate) drop(ctx context.Context, session string, env *envelope.Envelope)
 	}
 	g.log.Info("admission.dropped", "session", session, "envelope", env.ID)
 	return g.finish(ctx, env.ID, nil)
+}
+
+// dropped publishes turn.dropped: env will not run, for reason.
+func (g *Gate) dropped(ctx context.Context, session string, env *envelope.Envelope, reason string) error {
+	data := events.TurnDroppedData{EnvelopeID: env.ID, Reason: reason}
+	ev, err := events.New(events.TypeTurnDropped, events.Attrs{ID: env.ID + "/dropped", Source: g.o.Source, SessionID: session}, data)
+	if err != nil {
+		return err
+	}
+	msg, err := events.ToMsg(g.o.Names.Event(session, events.SubjectName(events.TypeTurnDropped)), ev)
+	if err != nil {
+		return err
+	}
+	if _, err := g.o.JS.PublishMsg(ctx, msg); err != nil {
+		return retry("publishing turn.dropped", err)
+	}
+	return nil
 }
 
 // steerInto queues env for the session's running turn. When the turn
@@ -267,7 +286,23 @@ func (g *Gate) followUp(ctx context.Context, in worker.Inbound, session string, 
 		return retry("queueing a follow-up", err)
 	}
 	g.log.Info("admission.follow_up_queued", "session", session, "envelope", in.Envelope.ID, "seq", in.StreamSeq)
-	if err := g.reg.awaitTurn(ctx, session, key, in.Stopping); err != nil {
+	wctx, untrack := g.local.track(ctx, session, in.Envelope.ID)
+	err = g.reg.awaitTurn(wctx, session, key, in.Stopping)
+	quit := errors.Is(context.Cause(wctx), worker.ErrQuit)
+	untrack()
+	switch {
+	case quit:
+		// ,quit cleared the session's follow-ups: this one never runs.
+		cctx := context.WithoutCancel(ctx)
+		if err := g.dropped(cctx, session, in.Envelope, "quit"); err != nil {
+			wait.stop()
+			return err
+		}
+		err = g.finish(cctx, in.Envelope.ID, nil) // before the wait key goes, which quit waits for
+		wait.end(cctx)
+		g.log.Info("admission.follow_up_quit", "session", session, "envelope", in.Envelope.ID)
+		return err
+	case err != nil:
 		wait.stop() // keep the key: the redelivered message takes it over
 		return retry("waiting for the session", err)
 	}
@@ -291,15 +326,26 @@ func (g *Gate) run(ctx context.Context, in worker.Inbound, session string, wait 
 		wait.end(ctx)
 	}
 	inbox := g.steer.Inbox(session, env.ID)
-	err = g.o.Next.Process(worker.WithSteering(ctx, inbox), in)
+	tctx, untrack := g.local.track(ctx, session, env.ID)
+	err = g.o.Next.Process(worker.WithSteering(tctx, inbox), in)
+	quit := errors.Is(context.Cause(tctx), worker.ErrQuit)
+	untrack()
 	cctx := context.WithoutCancel(ctx)
-	if errors.Is(err, worker.ErrRetry) || ctx.Err() != nil {
+	if !quit && (errors.Is(err, worker.ErrRetry) || ctx.Err() != nil) {
 		inbox.Release()
 		l.end(cctx)
 		return err
 	}
 	if cerr := inbox.Commit(cctx); cerr != nil {
 		g.log.Warn("admission.steer_commit_failed", "session", session, "err", cerr)
+	}
+	if quit {
+		// Stopped by ,quit: finished, never run again. The done marker
+		// comes before the run key goes, which is what quit waits for.
+		err = g.finish(cctx, env.ID, nil)
+		l.end(cctx)
+		g.sweepIfIdle(cctx, session)
+		return err
 	}
 	l.end(cctx)
 	g.sweepIfIdle(cctx, session)

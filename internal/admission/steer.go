@@ -13,7 +13,6 @@ import (
 	"github.com/bubbus/bub/internal/dlq"
 	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/events"
-	"github.com/bubbus/bub/pkg/llm"
 	"github.com/bubbus/bub/pkg/subjects"
 )
 
@@ -219,7 +218,7 @@ func (s *Steering) reinject(ctx context.Context, session string, env *envelope.E
 }
 
 // Inbox is one turn's view of its session's steering queue
-// (agent.Steering): Drain claims the waiting messages for the turn.
+// (worker.Steering): Drain claims the waiting messages for the turn.
 type Inbox struct {
 	s       *Steering
 	session string
@@ -241,19 +240,20 @@ func (s *Steering) Inbox(session, owner string) *Inbox {
 }
 
 // Drain claims every steering message of the session not claimed by
-// another live turn and returns their contents in arrival order. A claim
+// another live turn and returns them in arrival order (the worker builds
+// their prompts with build_prompt). A claim
 // by the same envelope (an earlier delivery of this turn that died) is
 // taken over. Failures to read or claim are logged, never returned. While
 // the registry mirror shows no queued marker for the session it reads
 // nothing (the common case costs no round trip); a message whose marker
 // it has not seen yet is drained next time or swept after the turn.
-func (in *Inbox) Drain(ctx context.Context) ([]llm.Content, error) {
+func (in *Inbox) Drain(ctx context.Context) ([]*envelope.Envelope, error) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if !in.s.reg.anyQueued(in.session) {
 		return nil, nil
 	}
-	var out []llm.Content
+	var out []*envelope.Envelope
 	next, err := in.s.each(ctx, in.session, in.next, func(m stored) error {
 		key := in.s.names.SteerClaimKey(in.session, m.seq)
 		e, taken, err := in.s.reg.exists(ctx, key)
@@ -268,7 +268,7 @@ func (in *Inbox) Drain(ctx context.Context) ([]llm.Content, error) {
 			return err
 		}
 		in.claims = append(in.claims, claim{seq: m.seq, lease: l})
-		out = append(out, steerContent(m.env))
+		out = append(out, m.env)
 		return nil
 	})
 	in.next = next
@@ -284,11 +284,6 @@ func (in *Inbox) Drain(ctx context.Context) ([]llm.Content, error) {
 func ownedBy(e jetstream.KeyValueEntry, owner string) bool {
 	v, err := decodeEntry(e.Value())
 	return err == nil && v.Owner == owner
-}
-
-// steerContent is the user message a steering envelope becomes.
-func steerContent(env *envelope.Envelope) llm.Content {
-	return llm.Text(env.Content)
 }
 
 // Claimed returns how many steering messages the turn took.

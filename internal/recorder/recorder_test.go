@@ -309,3 +309,48 @@ func TestCommandRunMovesTheInboundWatermark(t *testing.T) {
 		t.Fatalf("inbound watermark %d after the command's run, want 9", got)
 	}
 }
+
+// Bub's switches live on the tape, so tape.reset forgets them: a reset
+// after a model switch leaves the session on the default model, and a
+// switch after the reset in the same run is kept.
+func TestTapeResetClearsTheSwitches(t *testing.T) {
+	f := setup(t)
+	f.startRecorder(t, recorder.Config{})
+	run := func(session string, evs ...func(events.Meta) events.Event) {
+		t.Helper()
+		r := &runEvents{id: events.NewID(), session: session}
+		meta := events.Meta{RunID: r.id, SessionID: session}
+		idx := make([]int, 0, len(evs)+1)
+		for i, ev := range evs {
+			r.list = append(r.list, ev(meta))
+			idx = append(idx, i)
+		}
+		r.list = append(r.list, &events.RunFinished{Meta: meta, Status: events.RunOK})
+		f.publish(t, r, append(idx, len(evs)), map[int]string{}, false)
+		f.settled(t, session)
+	}
+	tapeEvent := func(name string, data map[string]any) func(events.Meta) events.Event {
+		return func(m events.Meta) events.Event { return &events.TapeEventRecorded{Meta: m, Name: name, Data: data} }
+	}
+	switches := func(session string) string {
+		t.Helper()
+		e, err := f.state.Get(context.Background(), f.names.SwitchesKey(session))
+		if err != nil {
+			return "none (" + err.Error() + ")"
+		}
+		return string(e.Value())
+	}
+	run("s7", tapeEvent("model_switch", map[string]any{"model": "echo:two"}), tapeEvent("reasoning_effort_switch", map[string]any{"reasoning_effort": "high"}))
+	if got := switches("s7"); !strings.Contains(got, "echo:two") || !strings.Contains(got, "high") {
+		t.Fatalf("switches after ,model and ,reasoning_effort = %s", got)
+	}
+	run("s7", tapeEvent(taperec.EventReset, map[string]any{"archive": false}))
+	if got := switches("s7"); strings.Contains(got, "echo:two") || strings.Contains(got, "high") {
+		t.Fatalf("switches after tape.reset = %s, want none", got)
+	}
+	run("s8", tapeEvent("model_switch", map[string]any{"model": "echo:one"}), tapeEvent("reasoning_effort_switch", map[string]any{"reasoning_effort": "low"}))
+	run("s8", tapeEvent(taperec.EventReset, map[string]any{"archive": false}), tapeEvent("model_switch", map[string]any{"model": "echo:two"}))
+	if got := switches("s8"); !strings.Contains(got, "echo:two") || strings.Contains(got, "low") {
+		t.Fatalf("switches after a reset then ,model echo:two = %s, want only the new model", got)
+	}
+}

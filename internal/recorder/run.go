@@ -399,13 +399,16 @@ func (l *lane) commitWith(ctx context.Context, rn *run, msgs []jetstream.Msg) {
 		markArchived(entries, loc)
 	}
 	if err == nil {
+		// Before the append moves the watermarks: a turn that waited for
+		// them reads these switches (a failed append is redelivered and
+		// saves them again).
+		err = l.saveSwitches(ctx, rn.session, entries, reset)
+	}
+	if err == nil {
 		if reset {
 			opts = append(opts, tape.WithReset())
 		}
 		_, err = l.r.store.Append(ctx, rn.session, entries, opts...)
-	}
-	if err == nil {
-		err = l.saveSwitches(ctx, rn.session, entries)
 	}
 	if err != nil {
 		telemetry.Fail(span, err)
@@ -463,7 +466,10 @@ type Switches struct {
 	ReasoningEffort string `json:"reasoning_effort,omitempty"`
 }
 
-func (l *lane) saveSwitches(ctx context.Context, session string, entries []tape.Entry) error {
+// saveSwitches records the latest switches among a committed run's
+// entries, merged over the saved ones, or, when the run reset the tape,
+// only those after the reset (none deletes the key).
+func (l *lane) saveSwitches(ctx context.Context, session string, entries []tape.Entry, reset bool) error {
 	var sw Switches
 	changed := false
 	for _, e := range entries {
@@ -480,11 +486,19 @@ func (l *lane) saveSwitches(ctx context.Context, session string, entries []tape.
 			changed = true
 		}
 	}
-	if !changed || l.r.state == nil {
+	if l.r.state == nil || !changed && !reset {
 		return nil
 	}
 	key := l.r.names.SwitchesKey(session)
-	if cur, err := l.r.state.Get(ctx, key); err == nil {
+	if !changed {
+		// The reset emptied the tape, and with it the switches (Bub reads
+		// them from the tape): later turns run the default model again.
+		if err := l.r.state.Delete(ctx, key); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+			return err
+		}
+		return nil
+	}
+	if cur, err := l.r.state.Get(ctx, key); err == nil && !reset {
 		var old Switches
 		if json.Unmarshal(cur.Value(), &old) == nil {
 			if sw.Model == "" {

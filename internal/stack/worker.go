@@ -141,6 +141,7 @@ func RunWorker(ctx context.Context, conn *Conn, o WorkerOptions, log *slog.Logge
 		return errors.Join(err, rt.Close(ctx))
 	}
 	defer gate.Close()
+	rt.SetQuitter(gate) // ,quit stops the session's other turns on every worker
 	w, err := worker.New(o.Worker, conn.JS, conn.Names, gate, log)
 	if err != nil {
 		return errors.Join(err, rt.Close(ctx))

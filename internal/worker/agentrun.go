@@ -28,7 +28,11 @@ func (rt *Runtime) RunAgent(ctx context.Context, in hooks.RunModelInput) (hooks.
 	if t == nil {
 		t = &turn{in: Inbound{Envelope: &envelope.Envelope{}}}
 	}
-	run, rtape := rt.prepare(t, in.SessionID, in.State, SteeringFrom(ctx))
+	var steer agent.Steering
+	if inbox := SteeringFrom(ctx); inbox != nil {
+		steer = steeringPrompts{inbox: inbox, reg: rt.reg, session: in.SessionID, state: in.State, log: rt.log}
+	}
+	run, rtape := rt.prepare(t, in.SessionID, in.State, steer)
 	ctx = withRun(ctx, rtape)
 	run.Prompt = in.Prompt
 	run.Model = in.State.String(bub.StateModel)
@@ -37,7 +41,7 @@ func (rt *Runtime) RunAgent(ctx context.Context, in hooks.RunModelInput) (hooks.
 		"inbound_seq": t.in.StreamSeq,
 		"delivery":    t.in.Delivery,
 	}
-	rt.awaitEarlierTurns(ctx, rtape, t)
+	rt.awaitEarlierTurns(ctx, rtape.session, rtape.meta.RunID, t)
 	return runStream(ctx, func(ctx context.Context, emit func(llm.Delta)) error {
 		seq := 0
 		subject := rt.o.Names.TokenStream(in.SessionID, run.RunID)
@@ -204,12 +208,14 @@ func (rt *Runtime) saveLastTurn(t *turn, session string) {
 
 // awaitEarlierTurns waits until the recorder committed the session's
 // newest finished turn (read-your-writes), at most ReadYourWrites; when the
-// wait times out the turn proceeds and says so with a tape.stale event.
-func (rt *Runtime) awaitEarlierTurns(ctx context.Context, rtape *runTape, t *turn) {
-	if rt.o.State == nil {
+// wait times out the turn proceeds and says so with a tape.stale event
+// (of run runID, "" before the turn's run exists). A turn waits once: the
+// first of load_state's switches read and the agent's tape read does.
+func (rt *Runtime) awaitEarlierTurns(ctx context.Context, session, runID string, t *turn) {
+	if rt.o.State == nil || !t.firstWait() {
 		return
 	}
-	e, err := rt.o.State.Get(ctx, rt.o.Names.LastTurnKey(rtape.session))
+	e, err := rt.o.State.Get(ctx, rt.o.Names.LastTurnKey(session))
 	if err != nil {
 		return
 	}
@@ -220,13 +226,13 @@ func (rt *Runtime) awaitEarlierTurns(ctx context.Context, rtape *runTape, t *tur
 	start := time.Now()
 	wctx, cancel := context.WithTimeout(ctx, rt.o.ReadYourWrites)
 	defer cancel()
-	ix, err := rt.tapes.WaitWatermark(wctx, rtape.session, "inbound", want)
+	ix, err := rt.tapes.WaitWatermark(wctx, session, "inbound", want)
 	if err == nil {
 		return
 	}
-	rt.log.Warn("worker.tape_stale", "session", rtape.session, "want", want, "have", ix.Watermark("inbound"), "err", err)
-	data := events.TapeStaleData{Tape: rtape.session, Watermark: want, Committed: ix.Watermark("inbound"), WaitedMS: time.Since(start).Milliseconds()}
-	if err := rt.publish(ctx, events.TypeTapeStale, rtape.session, rtape.meta.RunID, data); err != nil {
+	rt.log.Warn("worker.tape_stale", "session", session, "want", want, "have", ix.Watermark("inbound"), "err", err)
+	data := events.TapeStaleData{Tape: session, Watermark: want, Committed: ix.Watermark("inbound"), WaitedMS: time.Since(start).Milliseconds()}
+	if err := rt.publish(ctx, events.TypeTapeStale, session, runID, data); err != nil {
 		rt.log.Warn("worker.tape_stale_event_failed", "err", err)
 	}
 }

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"github.com/bubbus/bub/pkg/bub"
 	"github.com/bubbus/bub/pkg/events"
 	"github.com/bubbus/bub/pkg/hooks"
 	"github.com/bubbus/bub/pkg/llm"
@@ -18,8 +19,11 @@ func decisionEvent(rec hooks.DecisionRecord) *events.HookDecision {
 		Err:        rec.Err,
 		Detail:     map[string]any{},
 	}
-	if rec.Verdict == hooks.VerdictFailed {
+	switch rec.Verdict {
+	case hooks.VerdictFailed:
 		ev.Action = "skipped"
+	case hooks.VerdictAbort:
+		ev.Detail["message"] = bub.AsError(rec.Err).Message
 	}
 	switch {
 	case rec.LLMDecision != nil:

@@ -94,6 +94,9 @@ type Runtime struct {
 	tapes tape.Store
 	// tapeContext is what build_tape_context answered at startup.
 	tapeContext tape.Context
+	// quitter stops a session's other turns for the quit tool (set by
+	// SetQuitter before the worker runs).
+	quitter Quitter
 }
 
 // NewRuntime assembles the hook registry (builtin first, then o.Plugins),
@@ -131,7 +134,7 @@ func NewRuntime(ctx context.Context, o RuntimeOptions) (*Runtime, error) {
 	runtimeOptions := func(ctx context.Context, session string) (hooks.RuntimeOptions, error) {
 		return rt.reg.RuntimeOptions(ctx, hooks.RuntimeOptionsInput{SessionID: session, Workspace: o.Workspace})
 	}
-	if err := toolkit.Register(reg, toolkit.Options{Shells: rt.shells, RuntimeOptions: runtimeOptions, Skills: catalog}); err != nil {
+	if err := toolkit.Register(reg, toolkit.Options{Shells: rt.shells, RuntimeOptions: runtimeOptions, Skills: catalog, Quit: rt.quit}); err != nil {
 		return nil, err
 	}
 	reg.Freeze()
@@ -235,6 +238,16 @@ func (rt *Runtime) Process(ctx context.Context, in Inbound) (err error) {
 	ctx = withTurn(ctx, t)
 	failure, conn := &failureReply{}, watchConn(rt.o.NC)
 	_, err = rt.fw.ProcessInbound(withFailureReply(ctx, failure), in.Envelope)
+	if quitted(ctx) {
+		// Stopped by ,quit: the run was recorded as cancelled; no reply
+		// (the failure report included) follows "Session tasks stopped.".
+		failure.take()
+		if ferr := t.flush(context.WithoutCancel(ctx)); ferr != nil {
+			rt.log.Warn("worker.quit_flush_failed", "envelope", in.Envelope.ID, "err", ferr)
+		}
+		rt.log.Info("worker.turn_quit", "envelope", in.Envelope.ID, "session", in.Envelope.SessionID)
+		return nil
+	}
 	if err != nil {
 		if err = rt.settleFailure(ctx, conn, failure, err); errors.Is(err, ErrRetry) {
 			return err
@@ -272,6 +285,9 @@ func (rt *Runtime) onDecision(ctx context.Context, rec hooks.DecisionRecord) {
 func (rt *Runtime) Send(ctx context.Context, env *envelope.Envelope) error {
 	if holdFailureReply(ctx, env) {
 		return nil // sent by Process once the turn's outcome is known
+	}
+	if quitted(ctx) {
+		return nil // a turn stopped by ,quit answers nothing
 	}
 	if t := turnFrom(ctx); t != nil {
 		if err := t.flush(ctx); err != nil {
@@ -312,14 +328,19 @@ func (rt *Runtime) publish(ctx context.Context, typ, session, runID string, data
 }
 
 // LatestSwitches implements builtin.Switches from the state bucket the
-// recorder maintains.
+// recorder maintains. In a turn it first waits (bounded) until the
+// recorder committed the session's earlier turns, which save their
+// switches (or clear them, on tape.reset) before committing.
 func (rt *Runtime) LatestSwitches(ctx context.Context, session string) (string, string, error) {
 	if rt.o.State == nil {
 		return "", "", nil
 	}
+	if t := turnFrom(ctx); t != nil {
+		rt.awaitEarlierTurns(ctx, session, "", t)
+	}
 	e, err := rt.o.State.Get(ctx, rt.o.Names.SwitchesKey(session))
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return "", "", nil
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return "", "", nil // none, or cleared by a tape reset
 	}
 	if err != nil {
 		return "", "", err

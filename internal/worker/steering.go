@@ -2,22 +2,66 @@ package worker
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/bubbus/bub/pkg/agent"
+	"github.com/bubbus/bub/pkg/bub"
+	"github.com/bubbus/bub/pkg/envelope"
+	"github.com/bubbus/bub/pkg/hooks"
+	"github.com/bubbus/bub/pkg/llm"
 )
+
+// Steering is the steering inbox of a running turn: Drain claims the
+// messages steered into the turn since the last drain, in arrival order.
+type Steering interface {
+	Drain(ctx context.Context) ([]*envelope.Envelope, error)
+}
 
 type steeringKey struct{}
 
 // WithSteering returns ctx carrying the steering inbox of the turn it
 // runs; the turn's agent runs drain it at every MessagesPending.
-func WithSteering(ctx context.Context, s agent.Steering) context.Context {
+func WithSteering(ctx context.Context, s Steering) context.Context {
 	return context.WithValue(ctx, steeringKey{}, s)
 }
 
 // SteeringFrom returns the turn's steering inbox, nil when it has none.
-func SteeringFrom(ctx context.Context) agent.Steering {
-	if s, ok := ctx.Value(steeringKey{}).(agent.Steering); ok && s != nil {
+func SteeringFrom(ctx context.Context) Steering {
+	if s, ok := ctx.Value(steeringKey{}).(Steering); ok && s != nil {
 		return s
 	}
 	return nil
+}
+
+// steeringPrompts is the agent's view of a turn's steering inbox: each
+// steered message becomes the user message build_prompt makes of it, like
+// the turn's own prompt (Bub §9.3: context line, date line, media).
+type steeringPrompts struct {
+	inbox   Steering
+	reg     *Registry
+	session string
+	state   *bub.State
+	log     *slog.Logger
+}
+
+var _ agent.Steering = steeringPrompts{}
+
+// Drain builds the prompts of the steered messages. A message whose
+// build_prompt fails is given to the model as its plain content (logged):
+// steering never fails the run and never loses a message.
+func (s steeringPrompts) Drain(ctx context.Context) ([]llm.Content, error) {
+	envs, err := s.inbox.Drain(ctx)
+	out := make([]llm.Content, 0, len(envs))
+	for _, env := range envs {
+		env.Normalize() // as ProcessInbound does for the turn's own message
+		prompt, berr := s.reg.BuildPrompt(ctx, hooks.BuildPromptInput{Message: env, SessionID: s.session, State: s.state})
+		if berr != nil {
+			if s.log != nil {
+				s.log.Warn("worker.steering_prompt_failed", "session", s.session, "envelope", env.ID, "err", berr)
+			}
+			prompt = llm.Text(env.Content)
+		}
+		out = append(out, prompt)
+	}
+	return out, err
 }

@@ -13,6 +13,7 @@ type turn struct {
 
 	mu      sync.Mutex
 	flushes []func(context.Context) error // event attachments of the turn's runs
+	waited  bool                          // for the session's earlier turns (read-your-writes)
 }
 
 type turnKey struct{}
@@ -43,4 +44,14 @@ func (t *turn) flush(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// firstWait reports whether the turn has not waited for its session's
+// earlier turns yet, and records that it now does.
+func (t *turn) firstWait() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	first := !t.waited
+	t.waited = true
+	return first
 }

@@ -68,8 +68,9 @@ type HookDecision struct {
 	// Hook is the hook name, e.g. "before_tool_call".
 	Hook string
 	// Action is what the plugin decided, in the hooks' vocabulary:
-	// "modify", "finish", "proceed", "replace", "deny", or "skipped" for
-	// a failed implementation that was logged and skipped.
+	// "modify", "finish", "proceed", "replace", "deny", "abort" for a call
+	// that failed because a fail-closed implementation could not decide,
+	// or "skipped" for a failed implementation that was logged and skipped.
 	Action string
 	// Detail says more, e.g. {"tool": "bash", "message": "…"}.
 	Detail map[string]any

@@ -212,8 +212,10 @@ type TurnErrorData struct {
 	Error      ErrorData `json:"error"`
 }
 
-// TurnDroppedData is the payload of [TypeTurnDropped]: admit_message
-// dropped an inbound envelope. Services publish it with [New].
+// TurnDroppedData is the payload of [TypeTurnDropped]: an inbound
+// envelope will not run, because admit_message dropped it (reason
+// "admit_message") or ,quit cleared the follow-ups of its session (reason
+// "quit"). Services publish it with [New].
 type TurnDroppedData struct {
 	EnvelopeID string `json:"envelope_id"`
 	Reason     string `json:"reason"`

@@ -24,6 +24,9 @@ const (
 	VerdictDeny Verdict = "deny"
 	// VerdictFailed: the implementation failed and was skipped.
 	VerdictFailed Verdict = "failed"
+	// VerdictAbort: the implementation failed with [ErrAbort] (a
+	// fail-closed policy that could not decide) and the call failed.
+	VerdictAbort Verdict = "abort"
 )
 
 // DecisionRecord reports one implementation of before_llm_call or
@@ -45,6 +48,7 @@ type DecisionRecord struct {
 	// ToolDecision is the decision of a before_tool_call modify, replace or
 	// deny.
 	ToolDecision *tools.Decision
-	// Err is the failure of a VerdictFailed record.
+	// Err is the failure of a VerdictFailed or VerdictAbort record (for
+	// an abort, the error the caller gets: a *bub.Error naming the hook).
 	Err error
 }

@@ -515,7 +515,10 @@ func (r *Registry[S, C]) AfterToolCall(ctx context.Context, in AfterToolCallInpu
 // isolated and recorded.
 func (r *Registry[S, C]) chainFailed(ctx context.Context, rec DecisionRecord, err error, start time.Time) error {
 	if errors.Is(err, ErrAbort) {
-		return &HookError{Hook: rec.Hook, Plugin: rec.Plugin, Err: err}
+		shown := abortError(rec, err)
+		rec.Verdict, rec.Err, rec.ToolDecision = VerdictAbort, shown, nil
+		r.record(ctx, rec, start)
+		return &HookError{Hook: rec.Hook, Plugin: rec.Plugin, Err: shown}
 	}
 	if stop := r.isolate(ctx, rec.Hook, rec.Plugin, err); stop != nil {
 		return stop
@@ -523,6 +526,36 @@ func (r *Registry[S, C]) chainFailed(ctx context.Context, rec DecisionRecord, er
 	rec.Verdict, rec.Err, rec.ToolDecision = VerdictFailed, err, nil
 	r.record(ctx, rec, start)
 	return nil
+}
+
+// aborted is the error of a call an implementation aborted: it reads as
+// the *bub.Error its caller shows (the hook in front of the plugin's own
+// *bub.Error, else a generic message) and still unwraps to the plugin's
+// error, so errors.Is(err, ErrAbort) holds.
+type aborted struct {
+	shown *bub.Error
+	cause error
+}
+
+func (e *aborted) Error() string   { return e.shown.Error() }
+func (e *aborted) Unwrap() []error { return []error{e.shown, e.cause} }
+
+// abortError turns an implementation's ErrAbort failure into the error the
+// call fails with: "<hook>: <the plugin's *bub.Error message>" with its
+// kind, or, for a plugin that gave none, `<hook>: plugin "<name>" aborted
+// the call: <its error>` of kind unknown.
+func abortError(rec DecisionRecord, err error) error {
+	var be *bub.Error
+	if errors.As(err, &be) {
+		return &aborted{shown: &bub.Error{Kind: be.Kind, Message: string(rec.Hook) + ": " + be.Message, Details: be.Details}, cause: err}
+	}
+	why := strings.ReplaceAll(err.Error(), ErrAbort.Error(), "")
+	why = strings.Join(strings.FieldsFunc(why, func(r rune) bool { return r == '\n' }), "; ")
+	why = strings.Trim(why, " :;")
+	if why == "" {
+		why = "no reason given"
+	}
+	return &aborted{shown: bub.Errorf(bub.KindUnknown, "%s: plugin %q aborted the call: %s", rec.Hook, rec.Plugin, why), cause: err}
 }
 
 // now is the start time of an implementation call, measured only when a

@@ -288,7 +288,9 @@ func TestRuleAbortAndCancellationStopAgentHooks(t *testing.T) {
 		beforeTool: func(hooks.BeforeToolCallInput) (*tools.Decision, error) { j.add("lower"); return nil, nil },
 		afterTool:  func(hooks.AfterToolCallInput) error { j.add("lower"); return nil },
 	}
-	r := newRegistry(t, nil, lower, &fake{
+	var decisions []hooks.DecisionRecord
+	observe := hooks.WithDecisionObserver(func(_ context.Context, rec hooks.DecisionRecord) { decisions = append(decisions, rec) })
+	r := newRegistry(t, []hooks.Option{observe}, lower, &fake{
 		name: "policy",
 		beforeLLM: func(hooks.BeforeLLMCallInput) (*llm.Request, *llm.Decision, error) {
 			return nil, nil, errors.Join(hooks.ErrAbort, errors.New("policy service unreachable"))
@@ -301,6 +303,15 @@ func TestRuleAbortAndCancellationStopAgentHooks(t *testing.T) {
 	_, _, err := r.BeforeLLMCall(t.Context(), hooks.BeforeLLMCallInput{Request: request()})
 	if he, ok := errors.AsType[*hooks.HookError](err); !ok || he.Plugin != "policy" || !errors.Is(err, hooks.ErrAbort) {
 		t.Errorf("BeforeLLMCall error = %v, want the policy's ErrAbort", err)
+	}
+	// The abort is shown as Bub's error, naming the hook and the plugin,
+	// and recorded as a decision like a denial.
+	want := `before_llm_call: plugin "policy" aborted the call: policy service unreachable`
+	if be := bub.AsError(err); be.Message != want {
+		t.Errorf("abort shown as %q, want %q", be.Message, want)
+	}
+	if len(decisions) != 1 || decisions[0].Verdict != hooks.VerdictAbort || decisions[0].Plugin != "policy" || decisions[0].Err == nil {
+		t.Errorf("decisions = %+v, want one abort by policy with its error", decisions)
 	}
 
 	ctx, cancel := context.WithCancel(t.Context())

@@ -43,7 +43,10 @@
 //     finish, replace and deny stop the chain; a proceed with arguments
 //     replaces the arguments with a copy and the chain continues. Vetoes
 //     happen only through decisions, so a crashing policy plugin cannot veto
-//     (except by returning [ErrAbort] on purpose, for fail-closed policies).
+//     (except by returning [ErrAbort] on purpose, for fail-closed policies:
+//     the call then fails with a *bub.Error "<hook>: <why>", the plugin's
+//     own *bub.Error message and kind when it gave one, and the abort is
+//     a [VerdictAbort] decision).
 //     after_llm_call and after_tool_call run every implementation once in
 //     priority order; after_tool_call implementations share one result
 //     object, so an implementation may replace the result. Calling the

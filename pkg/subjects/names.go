@@ -114,6 +114,15 @@ func (n Names) Steer(session string) string { return n.subj("steer", Token(sessi
 // SteerAll matches every steering subject.
 func (n Names) SteerAll() string { return n.subj("steer", "*") }
 
+// ControlQuit is the core-NATS broadcast subject by which a worker running
+// ,quit in a session asks every worker to stop the session's other turns:
+// bub.control.quit.<session>.
+func (n Names) ControlQuit(session string) string { return n.subj("control", "quit", Token(session)) }
+
+// ControlQuitAll matches the quit broadcast of every session (every worker
+// subscribes to it).
+func (n Names) ControlQuitAll() string { return n.subj("control", "quit", "*") }
+
 // Hook is the request/reply subject of one hook of an interceptor service:
 // bub.hook.<service>.<hook>.
 func (n Names) Hook(service, hook string) string { return n.subj("hook", service, hook) }

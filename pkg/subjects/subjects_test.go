@@ -36,6 +36,8 @@ func TestGoldenNames(t *testing.T) {
 		{n.TokenStreamOf("s"), "bub.stream.s.*"},
 		{n.Steer("s"), "bub.steer.s"},
 		{n.SteerAll(), "bub.steer.*"},
+		{n.ControlQuit("cli:local"), "bub.control.quit.cli_3alocal"},
+		{n.ControlQuitAll(), "bub.control.quit.*"},
 		{n.Hook("policy", "before_tool_call"), "bub.hook.policy.before_tool_call"},
 		{n.HookService("policy"), "bub.hook.policy"},
 		{n.HookAll(), "bub.hook.>"},

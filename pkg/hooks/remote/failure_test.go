@@ -260,6 +260,14 @@ func TestFailClosedAbortsLLMCall(t *testing.T) {
 			case policy == remote.FailClosed && (!errors.Is(err, hooks.ErrAbort) || !isCall || ce.Outcome != remote.OutcomeNoResponders):
 				t.Errorf("fail-closed: %v, want an abort caused by no responders", err)
 			}
+			if policy == remote.FailClosed {
+				// What the user is told: Bub's error with a kind, naming
+				// the hook, the interceptor and why, nothing of Go's.
+				want := `before_llm_call: interceptor "router" has no running instance, and it fails closed; the call was aborted.`
+				if be := bub.AsError(err); be.Kind != bub.KindTemporary || be.Message != want {
+					t.Errorf("fail-closed error shown as [%s] %q, want [temporary] %q", be.Kind, be.Message, want)
+				}
+			}
 			if st := p.Stats(); st.NoResponders != 1 {
 				t.Errorf("stats = %+v, want one no_responders", st)
 			}

@@ -121,7 +121,7 @@ func (p *Plugin) BeforeLLMCall(ctx context.Context, in hooks.BeforeLLMCallInput)
 	c := call{hook: hooks.HookBeforeLLMCall, runID: in.Request.RunID, state: in.State}
 	d, err := roundTrip(ctx, p, c, BeforeLLMCallInput{Request: in.Request}, (*Reply).llmDecision)
 	if err != nil && p.failsClosed(err) {
-		return nil, nil, fmt.Errorf("%w: %w", hooks.ErrAbort, err)
+		return nil, nil, fmt.Errorf("%w: %w: %w", hooks.ErrAbort, p.abort(err), err)
 	}
 	return d.request, d.finish, err
 }

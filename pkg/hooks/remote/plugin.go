@@ -404,20 +404,37 @@ func (p *Plugin) failsClosed(err error) bool {
 // denial is the message of a tool call denied because the interceptor
 // failed and fails closed.
 func (p *Plugin) denial(err error) string {
-	var why string
+	return fmt.Sprintf("Tool call denied: interceptor %q %s, and it fails closed.", p.cfg.Service, p.failure(err))
+}
+
+// abort is the error of an LLM call aborted because the interceptor
+// failed and fails closed: Bub's error, whose kind says whether trying
+// again may help (the registry names the hook in front of it).
+func (p *Plugin) abort(err error) *bub.Error {
+	kind := bub.KindTemporary // not running, not answering: it may be later
+	switch outcomeOf(err) {
+	case OutcomeMalformed:
+		kind = bub.KindConfig // an interceptor that does not speak the protocol
+	case OutcomeRemoteError:
+		kind = bub.AsError(errors.Unwrap(err)).Kind
+	}
+	return bub.Errorf(kind, "interceptor %q %s, and it fails closed; the call was aborted.", p.cfg.Service, p.failure(err))
+}
+
+// failure says why a failed call got no answer, for the user.
+func (p *Plugin) failure(err error) string {
 	switch outcomeOf(err) {
 	case OutcomeNoResponders:
-		why = "has no running instance"
+		return "has no running instance"
 	case OutcomeTimeout:
-		why = "did not answer within " + p.cfg.Timeout.String()
+		return "did not answer within " + p.cfg.Timeout.String()
 	case OutcomeMalformed:
-		why = "sent a malformed reply"
+		return "sent a malformed reply"
 	case OutcomeRemoteError:
-		why = "failed: " + bub.AsError(errors.Unwrap(err)).Message
+		return strings.TrimSpace("failed: " + bub.AsError(errors.Unwrap(err)).Message)
 	default:
-		why = "could not be reached"
+		return "could not be reached"
 	}
-	return fmt.Sprintf("Tool call denied: interceptor %q %s, and it fails closed.", p.cfg.Service, strings.TrimSpace(why))
 }
 
 // ordinary applies the failure policy to a failed call of a hook that

@@ -1,0 +1,111 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/bubbus/bub/internal/natstest"
+	"github.com/bubbus/bub/internal/worker"
+	"github.com/bubbus/bub/pkg/events"
+)
+
+// processOn runs g.Process in a goroutine and returns its result channel.
+func processOn(g *Gate, in worker.Inbound) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- g.Process(context.Background(), in) }()
+	return done
+}
+
+// Bub's quit(session): clear the session's pending follow-ups, cancel and
+// await every running turn of the session but the calling one, on every
+// worker; other sessions are untouched. Two gates on one NATS server are
+// two workers.
+func TestQuitStopsTheSessionsOtherTurnsOnEveryWorker(t *testing.T) {
+	f := newFixture(t, "")
+	turnsB := newTurns()
+	gateB, err := NewGate(t.Context(), Options{JS: f.js, Names: f.names, Source: events.Source("worker", "b"), Hooks: f.hooks, Outbox: f.out, Next: turnsB, TTL: time.Second, Owner: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(gateB.Close)
+
+	a := f.process(inbound("a", "s")) // worker A: a turn of s
+	f.waitStarted(t, "a")
+	x := f.process(inbound("x", "other")) // worker A: another session
+	f.waitStarted(t, "a", "x")
+	q := f.process(inbound("q", "s")) // worker A: the turn that quits
+	f.waitStarted(t, "a", "x", "q")
+	b := processOn(gateB, inbound("b", "s")) // worker B: a turn of s
+	natstest.Eventually(t, 10*time.Second, func() (bool, string) {
+		started, _ := turnsB.snapshot()
+		return slices.Equal(started, []string{"b"}), fmt.Sprintf("worker B started %v", started)
+	})
+	pending := inbound("c", "s")
+	pending.Admission = string(followUp) // worker B: a follow-up waiting for s
+	c := processOn(gateB, pending)
+	natstest.Eventually(t, 10*time.Second, func() (bool, string) {
+		snap, err := f.gate.Snapshot(t.Context(), "s", "", 0)
+		return err == nil && snap.PendingCount == 1 && snap.RunningCount == 3, fmt.Sprintf("%+v %v", snap, err)
+	})
+
+	// The quit tool's context has no deadline.
+	if err := f.gate.Quit(context.Background(), "s", "q"); err != nil {
+		t.Fatalf("Quit: %v", err)
+	}
+	// Quit returned: the other turns of s ended (acknowledged, done) and
+	// the follow-up was cleared without running.
+	for id, done := range map[string]<-chan error{"a": a, "b": b, "c": c} {
+		if ok, err := f.gate.reg.Done(t.Context(), id); err != nil || !ok {
+			t.Errorf("%s has no done marker (%v) when Quit returned: it would run again", id, err)
+		}
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("%s ended with %v, want acknowledged", id, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Errorf("%s was not handed back for acknowledgement", id)
+		}
+	}
+	if started, _ := turnsB.snapshot(); !slices.Equal(started, []string{"b"}) {
+		t.Errorf("worker B started %v: the cleared follow-up ran", started)
+	}
+	snap, err := f.gate.Snapshot(t.Context(), "s", "", 0)
+	if err != nil || snap.RunningCount != 1 || snap.PendingCount != 0 {
+		t.Errorf("after quit: %+v %v, want only the calling turn", snap, err)
+	}
+	// The calling turn and the other session run on.
+	for _, done := range []<-chan error{q, x} {
+		select {
+		case err := <-done:
+			t.Fatalf("a turn quit should not stop ended: %v", err)
+		default:
+		}
+	}
+	f.turns.release("q")
+	f.turns.release("x")
+	wait(t, q)
+	wait(t, x)
+	if _, finished := f.turns.snapshot(); !slices.Contains(finished, "q") || !slices.Contains(finished, "x") || slices.Contains(finished, "a") {
+		t.Errorf("finished %v, want q and x to finish and a not", finished)
+	}
+	st, err := f.js.Stream(t.Context(), f.names.EventsStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := st.GetLastMsgForSubject(t.Context(), f.names.Event("s", events.SubjectName(events.TypeTurnDropped)))
+	if err != nil {
+		t.Fatalf("no turn.dropped event for the cleared follow-up: %v", err)
+	}
+	ev, err := events.Decode(raw.Header, raw.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d events.TurnDroppedData
+	if err := events.DecodeData(ev, &d); err != nil || d.EnvelopeID != "c" || d.Reason != "quit" {
+		t.Fatalf("turn.dropped %+v %v, want c dropped by quit", d, err)
+	}
+}
