@@ -6,7 +6,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bubbus/bub/pkg/hooks"
-	"github.com/bubbus/bub/pkg/tape"
 )
 
 // NewBub returns the bub CLI of a build: Bub's own commands, registered by
@@ -24,9 +23,8 @@ uses an embedded NATS server whose data lives in the bub home directory.`,
 		SilenceErrors: true,
 	}
 	app := &cliApp{root: root, log: env.logger()}
-	var reg *hooks.Registry[tape.Store, tape.Context]
 	onboard := func(ctx context.Context, in hooks.OnboardConfigInput) (map[string]any, error) {
-		return reg.Startup().OnboardConfig(ctx, in)
+		return env.startup.Startup().OnboardConfig(ctx, in)
 	}
 	reg, err := env.startupRegistry(func(context.Context, hooks.CLIApp) error {
 		app.add(
@@ -53,6 +51,7 @@ uses an embedded NATS server whose data lives in the bub home directory.`,
 	if err != nil {
 		return nil, err
 	}
+	env.startup = reg
 	if err := reg.Startup().RegisterCLICommands(ctx, hooks.RegisterCLICommandsInput{App: app}); err != nil {
 		return nil, err
 	}

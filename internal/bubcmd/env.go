@@ -28,6 +28,23 @@ type Env struct {
 	Lookup func(path string) (any, bool)
 	// Log receives the startup hooks' warnings (nil = stderr at warn).
 	Log *slog.Logger
+
+	// startup is the process's startup registry (see startupHooks).
+	startup *hooks.Registry[tape.Store, tape.Context]
+}
+
+// startupHooks returns the process's startup registry: the one NewBub
+// built for register_cli_commands, or, for a standalone service command,
+// one built on first use.
+func (env *Env) startupHooks() (*hooks.Registry[tape.Store, tape.Context], error) {
+	if env.startup == nil {
+		reg, err := env.startupRegistry(nil)
+		if err != nil {
+			return nil, err
+		}
+		env.startup = reg
+	}
+	return env.startup, nil
 }
 
 func (env *Env) logger() *slog.Logger {

@@ -69,7 +69,7 @@ func (f *gatewayFlags) options(env *Env) (stack.GatewayOptions, error) {
 // channelProvider returns provide_channels of the builtin plugin and the
 // build's plugins.
 func (env *Env) channelProvider() (gateway.Provider, error) {
-	reg, err := env.startupRegistry(nil)
+	reg, err := env.startupHooks()
 	if err != nil {
 		return nil, err
 	}

@@ -22,7 +22,7 @@ current one with "*". ",model" without an argument prints the same list
 inside a session.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			reg, err := env.startupRegistry(nil)
+			reg, err := env.startupHooks()
 			if err != nil {
 				return err
 			}

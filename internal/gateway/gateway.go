@@ -27,7 +27,7 @@ var ErrNoChannels = errors.New("No channels are enabled. Configure at least one 
 
 // Provider returns the channels of provide_channels, whose messages go to
 // handler (hooks.Registry.Startup().Channels).
-type Provider func(ctx context.Context, handler hooks.MessageHandler) ([]hooks.Channel, error)
+type Provider = hooks.ChannelsFunc
 
 // Options configures a gateway. Every field without a documented default
 // is required.

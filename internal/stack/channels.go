@@ -12,7 +12,7 @@ import (
 // BuiltinChannels returns the builtin plugin's provide_channels: the
 // telegram channel (enabled iff BUB_TELEGRAM_TOKEN is set), the cli
 // channel (`bub chat`) and the http channel (the ingress API).
-func BuiltinChannels(getenv func(string) string, log *slog.Logger) func(context.Context, hooks.MessageHandler) ([]hooks.Channel, error) {
+func BuiltinChannels(getenv func(string) string, log *slog.Logger) hooks.ChannelsFunc {
 	return func(_ context.Context, handler hooks.MessageHandler) ([]hooks.Channel, error) {
 		cfg, err := telegram.ConfigFromEnv(getenv)
 		if err != nil {

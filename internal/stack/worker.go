@@ -46,7 +46,7 @@ type WorkerOptions struct {
 	CaptureContent bool
 	// Channels returns the builtin channels (see [BuiltinChannels]); nil
 	// means none.
-	Channels func(ctx context.Context, handler hooks.MessageHandler) ([]hooks.Channel, error)
+	Channels hooks.ChannelsFunc
 	// SkillConfig resolves ${config.…} in skill bodies; nil = none.
 	SkillConfig func(path string) (any, bool)
 	// OnStarted, when set, is called once [RunWorker] has started and
@@ -57,10 +57,6 @@ type WorkerOptions struct {
 // NewRuntime builds a worker's turn runtime on conn.
 func NewRuntime(ctx context.Context, conn *Conn, o WorkerOptions, log *slog.Logger) (*worker.Runtime, error) {
 	if err := natsx.EnsureTopology(ctx, conn.JS, conn.Names, conn.topology(o.Topology)); err != nil {
-		return nil, err
-	}
-	store, err := tape.NewJetStreamStore(ctx, conn.JS, conn.Names)
-	if err != nil {
 		return nil, err
 	}
 	state, err := conn.JS.KeyValue(ctx, conn.Names.StateBucket())
@@ -82,7 +78,7 @@ func NewRuntime(ctx context.Context, conn *Conn, o WorkerOptions, log *slog.Logg
 		NC: conn.NC, JS: conn.JS, Names: conn.Names,
 		Source:    events.Source("worker", o.Instance),
 		Instance:  o.Instance,
-		Tapes:     store,
+		TapeStore: jetStreamTapes(conn),
 		State:     state,
 		Models:    o.Models,
 		Workspace: o.Workspace,
@@ -195,13 +191,19 @@ func RunRecorder(ctx context.Context, conn *Conn, o RecorderOptions, log *slog.L
 	})
 }
 
+// jetStreamTapes opens the JetStream tape store on conn: the builtin
+// plugin's provide_tape_store in every runtime.
+func jetStreamTapes(conn *Conn) func(context.Context) (tape.Store, error) {
+	return func(ctx context.Context) (tape.Store, error) { return tape.NewJetStreamStore(ctx, conn.JS, conn.Names) }
+}
+
 // WithTapeStore runs body with the tape store of a runtime scope: a
 // registry of the builtin plugin (which provides JetStream) and plugins,
 // started, its scope open for the duration of body and closed after it.
 func WithTapeStore(ctx context.Context, conn *Conn, plugins []hooks.Plugin, log *slog.Logger, body func(tape.Store) error) (err error) {
 	reg := hooks.New[tape.Store, tape.Context](hooks.WithLogger(log))
 	bp, err := builtin.New(builtin.Options{Startup: builtin.Startup{
-		TapeStore: func(ctx context.Context) (tape.Store, error) { return tape.NewJetStreamStore(ctx, conn.JS, conn.Names) },
+		TapeStore: jetStreamTapes(conn),
 	}})
 	if err != nil {
 		return err

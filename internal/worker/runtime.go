@@ -43,13 +43,14 @@ type RuntimeOptions struct {
 	// recorded in State and bash.output and bash.kill are answered on
 	// [subjects.Names.WorkerShells] (empty = shells are local).
 	Instance string
-	// Tapes is the default tape store (JetStream), what the builtin
-	// plugin's provide_tape_store answers; the runtime reads committed
-	// tapes from the store the hook resolves.
-	Tapes tape.Store
+	// TapeStore opens the default tape store (JetStream): the builtin
+	// plugin's provide_tape_store, called only when no plugin of higher
+	// priority provides one. The runtime reads committed tapes from the
+	// store the hook resolves.
+	TapeStore func(ctx context.Context) (tape.Store, error)
 	// Channels returns the builtin channels (the builtin's
 	// provide_channels); the runtime asks them for admission only.
-	Channels func(ctx context.Context, handler hooks.MessageHandler) ([]hooks.Channel, error)
+	Channels hooks.ChannelsFunc
 	// State is the per-session state bucket (switches, turn watermarks).
 	State jetstream.KeyValue
 	// Models configures the model router.
@@ -144,7 +145,7 @@ func NewRuntime(ctx context.Context, o RuntimeOptions) (*Runtime, error) {
 		return nil, err
 	}
 	bp, err := builtin.New(builtin.Options{Runner: rt, Outbox: rt, Switches: rt, Tools: reg, Startup: builtin.Startup{
-		TapeStore: func(context.Context) (tape.Store, error) { return o.Tapes, nil },
+		TapeStore: o.TapeStore,
 		Channels:  o.Channels,
 		Models:    append([]string{cfg.Model}, cfg.FallbackModels...),
 	}})

@@ -20,7 +20,7 @@ type Startup struct {
 	TapeStore func(ctx context.Context) (tape.Store, error)
 	// Channels returns the builtin channels: http, cli and telegram
 	// (provide_channels).
-	Channels func(ctx context.Context, handler hooks.MessageHandler) ([]hooks.Channel, error)
+	Channels hooks.ChannelsFunc
 	// Models are the configured model ids (BUB_MODEL, then
 	// BUB_FALLBACK_MODELS), offered by provide_runtime_options.
 	Models []string

@@ -53,6 +53,11 @@ type Channel interface {
 // MessageHandler receives the inbound messages a channel accepts.
 type MessageHandler func(ctx context.Context, msg *envelope.Envelope) error
 
+// ChannelsFunc provides channels that hand their messages to handler: the
+// shape of provide_channels for code that is not a plugin (the builtin's
+// collaborators, the gateway).
+type ChannelsFunc func(ctx context.Context, handler MessageHandler) ([]Channel, error)
+
 // CLICommand is a command a plugin adds to the `bub` CLI. The CLI adapter
 // maps it onto its command library.
 type CLICommand struct {
