@@ -202,12 +202,9 @@ func jetStreamTapes(conn *Conn) func(context.Context) (tape.Store, error) {
 // started, its scope open for the duration of body and closed after it.
 func WithTapeStore(ctx context.Context, conn *Conn, plugins []hooks.Plugin, log *slog.Logger, body func(tape.Store) error) (err error) {
 	reg := hooks.New[tape.Store, tape.Context](hooks.WithLogger(log))
-	bp, err := builtin.New(builtin.Options{Startup: builtin.Startup{
+	bp := builtin.New(builtin.Options{Startup: builtin.Startup{
 		TapeStore: jetStreamTapes(conn),
 	}})
-	if err != nil {
-		return err
-	}
 	for _, p := range append([]hooks.Plugin{bp}, plugins...) {
 		if err := reg.Register(p); err != nil {
 			return err

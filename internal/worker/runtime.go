@@ -144,14 +144,11 @@ func NewRuntime(ctx context.Context, o RuntimeOptions) (*Runtime, error) {
 	if rt.bridge, err = events.NewBridge(o.JS, o.Names, o.Source, events.WithTraceContext(telemetry.TraceContext)); err != nil {
 		return nil, err
 	}
-	bp, err := builtin.New(builtin.Options{Runner: rt, Outbox: rt, Switches: rt, Tools: reg, Startup: builtin.Startup{
+	bp := builtin.New(builtin.Options{Runner: rt, Outbox: rt, Switches: rt, Tools: reg, Startup: builtin.Startup{
 		TapeStore: o.TapeStore,
 		Channels:  o.Channels,
 		Models:    append([]string{cfg.Model}, cfg.FallbackModels...),
 	}})
-	if err != nil {
-		return nil, err
-	}
 	if err := rt.reg.Register(bp); err != nil {
 		return nil, err
 	}

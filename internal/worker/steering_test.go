@@ -26,10 +26,7 @@ func (q *queue) Drain(context.Context) ([]*envelope.Envelope, error) {
 // builtin's build_prompt gives it its context line, date line and media.
 func TestSteeringMessagesAreBuiltPrompts(t *testing.T) {
 	now := time.Date(2026, 12, 1, 13, 0, 0, 0, time.UTC)
-	bp, err := builtin.New(builtin.Options{Now: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	bp := builtin.New(builtin.Options{Now: func() time.Time { return now }})
 	reg := hooks.New[tape.Store, tape.Context]()
 	if err := reg.Register(bp); err != nil {
 		t.Fatal(err)

@@ -89,14 +89,14 @@ var (
 var ErrNoRuntime = errors.New("builtin: this process runs no turns")
 
 // New returns the builtin plugin.
-func New(o Options) (*Plugin, error) {
+func New(o Options) *Plugin {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
 	if o.Tools == nil {
 		o.Tools = &tools.Registry{}
 	}
-	return &Plugin{o: o}, nil
+	return &Plugin{o: o}
 }
 
 // SetDispatcher gives on_error the registry to dispatch error envelopes

@@ -77,18 +77,12 @@ func newPlugin(t *testing.T, o builtin.Options) *builtin.Plugin {
 	if o.Outbox == nil {
 		o.Outbox = &outbox{}
 	}
-	p, err := builtin.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := builtin.New(o)
 	return p
 }
 
 func TestWithoutRuntime(t *testing.T) {
-	p, err := builtin.New(builtin.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := builtin.New(builtin.Options{})
 	if p.Name() != builtin.Name || builtin.Name != "builtin" {
 		t.Errorf("name = %q, want builtin", p.Name())
 	}

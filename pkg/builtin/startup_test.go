@@ -17,10 +17,7 @@ import (
 // opinion for channels that do not decide, or before SetChannels.
 func TestAdmitMessageDelegatesToTheChannel(t *testing.T) {
 	ctx := context.Background()
-	p, err := builtin.New(builtin.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := builtin.New(builtin.Options{})
 	cli := &envelope.Envelope{ID: "m", Channel: channels.CLIName}
 	running := hooks.TurnSnapshot{IsRunning: true, RunningCount: 1}
 	if _, ok, _ := p.AdmitMessage(ctx, hooks.AdmitMessageInput{Message: cli, Turn: running}); ok {
@@ -54,7 +51,7 @@ func TestAdmitMessageDelegatesToTheChannel(t *testing.T) {
 // hooks, and no opinion where it was given nothing.
 func TestStartupHooks(t *testing.T) {
 	ctx := context.Background()
-	bare, _ := builtin.New(builtin.Options{})
+	bare := builtin.New(builtin.Options{})
 	if _, ok, err := bare.ProvideTapeStore(ctx, hooks.ProvideTapeStoreInput{}); ok || err != nil {
 		t.Errorf("ProvideTapeStore without a store: ok %v, %v", ok, err)
 	}
@@ -67,7 +64,7 @@ func TestStartupHooks(t *testing.T) {
 	store := tape.NewMemoryStore()
 	var registered bool
 	boom := errors.New("boom")
-	p, _ := builtin.New(builtin.Options{Startup: builtin.Startup{
+	p := builtin.New(builtin.Options{Startup: builtin.Startup{
 		TapeStore: func(context.Context) (tape.Store, error) { return store, nil },
 		Models:    []string{"openai:a", "echo:echo"},
 		Commands:  func(context.Context, hooks.CLIApp) error { registered = true; return nil },

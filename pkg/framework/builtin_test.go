@@ -42,10 +42,7 @@ var clock = time.Date(2025, 3, 4, 5, 6, 7, 890, time.FixedZone("UTC+8", 8*3600))
 // plugin (lowest priority) and then plugins.
 func withBuiltin(t *testing.T, r *runner, o *outbox, plugins ...hooks.Plugin) *framework.Framework {
 	t.Helper()
-	bp, err := builtin.New(builtin.Options{Runner: r, Outbox: o, Now: func() time.Time { return clock }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	bp := builtin.New(builtin.Options{Runner: r, Outbox: o, Now: func() time.Time { return clock }})
 	reg := newRegistry(t, append([]hooks.Plugin{bp}, plugins...)...)
 	bp.SetDispatcher(reg)
 	return framework.New(reg, workspace, nil)

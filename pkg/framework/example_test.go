@@ -33,14 +33,11 @@ func (printOutbox) Send(_ context.Context, env *envelope.Envelope) error {
 func ExampleFramework_ProcessInbound() {
 	ctx := context.Background()
 	reg := hooks.New[tape.Store, tape.Context]()
-	bp, err := builtin.New(builtin.Options{
+	bp := builtin.New(builtin.Options{
 		Runner: echoAgent{},
 		Outbox: printOutbox{},
 		Now:    func() time.Time { return time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC) },
 	})
-	if err != nil {
-		panic(err)
-	}
 	reg.MustRegister(bp) // registered first: the lowest priority
 	bp.SetDispatcher(reg)
 	if err := reg.Start(ctx); err != nil {
