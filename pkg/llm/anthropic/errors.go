@@ -2,13 +2,13 @@ package anthropic
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 
 	asdk "github.com/anthropics/anthropic-sdk-go/v2"
 
 	"github.com/bubbus/bub/pkg/bub"
+	"github.com/bubbus/bub/pkg/llm"
 )
 
 // maxErrorBody bounds how much of a non-JSON error body becomes the message.
@@ -23,7 +23,7 @@ const maxErrorBody = 512
 // Anthropic's context-overflow message ("prompt is too long: … tokens >
 // … maximum") is kept as is, so the agent's auto-handoff recognises it.
 func (p *Provider) providerError(model string, err error) *bub.Error {
-	details := map[string]any{"provider": p.name, "model": model}
+	details := map[string]any{}
 	var (
 		apiErr *asdk.Error
 		status int
@@ -48,17 +48,7 @@ func (p *Provider) providerError(model string, err error) *bub.Error {
 			msg = "stream error: " + msg
 		}
 	}
-	details["message"] = msg
-	text := msg
-	if status != 0 {
-		details["status_code"] = status
-		text = fmt.Sprintf("HTTP %d: %s", status, msg)
-	}
-	return &bub.Error{
-		Kind:    bub.KindProvider,
-		Message: fmt.Sprintf("provider %s model %s: %s", p.name, model, text),
-		Details: details,
-	}
+	return llm.ProviderError(p.name, model, status, msg, details)
 }
 
 // bodySnippet returns the start of an error body, or the status text when

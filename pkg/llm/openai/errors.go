@@ -3,7 +3,6 @@ package openai
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/bubbus/bub/pkg/bub"
+	"github.com/bubbus/bub/pkg/llm"
 )
 
 // maxErrorBody bounds how much of a non-JSON error body becomes the message.
@@ -22,7 +22,7 @@ const maxErrorBody = 512
 // the server answered with an error status, status_code plus code, type
 // and param when its body had them. resp is the HTTP response, if any.
 func (p *Provider) providerError(model string, err error, resp *http.Response) *bub.Error {
-	details := map[string]any{"provider": p.name, "model": model}
+	details := map[string]any{}
 	var (
 		apiErr    *oai.Error
 		streamErr *ssestream.StreamError
@@ -50,17 +50,7 @@ func (p *Provider) providerError(model string, err error, resp *http.Response) *
 	default:
 		msg = err.Error()
 	}
-	details["message"] = msg
-	text := msg
-	if status != 0 {
-		details["status_code"] = status
-		text = fmt.Sprintf("HTTP %d: %s", status, msg)
-	}
-	return &bub.Error{
-		Kind:    bub.KindProvider,
-		Message: fmt.Sprintf("provider %s model %s: %s", p.name, model, text),
-		Details: details,
-	}
+	return llm.ProviderError(p.name, model, status, msg, details)
 }
 
 // bodySnippet returns the start of resp's body (which the SDK re-buffers
