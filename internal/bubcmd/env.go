@@ -14,6 +14,7 @@ import (
 	"github.com/bubbus/bub/pkg/builtin"
 	"github.com/bubbus/bub/pkg/hooks"
 	"github.com/bubbus/bub/pkg/llm"
+	"github.com/bubbus/bub/pkg/skills"
 	"github.com/bubbus/bub/pkg/tape"
 )
 
@@ -25,7 +26,7 @@ type Env struct {
 	Plugins []hooks.Plugin
 	// Lookup resolves a dotted configuration path (env BUB_<PATH> over
 	// <home>/config.yaml), for skills' ${config.…}.
-	Lookup func(path string) (any, bool)
+	Lookup skills.Lookup
 	// Log receives the startup hooks' warnings (nil = stderr at warn).
 	Log *slog.Logger
 

@@ -20,6 +20,7 @@ import (
 	"github.com/bubbus/bub/pkg/hooks"
 	"github.com/bubbus/bub/pkg/hooks/remote"
 	"github.com/bubbus/bub/pkg/llm"
+	"github.com/bubbus/bub/pkg/skills"
 	"github.com/bubbus/bub/pkg/tape"
 )
 
@@ -48,7 +49,7 @@ type WorkerOptions struct {
 	// means none.
 	Channels hooks.ChannelsFunc
 	// SkillConfig resolves ${config.…} in skill bodies; nil = none.
-	SkillConfig func(path string) (any, bool)
+	SkillConfig skills.Lookup
 	// OnStarted, when set, is called once [RunWorker] has started and
 	// consumes inbound envelopes.
 	OnStarted func()

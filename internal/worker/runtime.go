@@ -59,7 +59,7 @@ type RuntimeOptions struct {
 	Workspace string
 	// SkillConfig resolves ${config.<dotted.path>} in skill bodies (env
 	// over YAML); nil means no config values.
-	SkillConfig func(path string) (any, bool)
+	SkillConfig skills.Lookup
 	// Agent holds agent settings; Model and MaxTokens default from Models,
 	// and Skills is always the catalog the skill tool reads.
 	Agent agent.Settings
