@@ -65,14 +65,7 @@ func (env *Env) startupRegistry(commands func(context.Context, hooks.CLIApp) err
 		cfg = cfg.WithDefaults()
 		st.Models = append([]string{cfg.Model}, cfg.FallbackModels...)
 	}
-	bp := builtin.New(builtin.Options{Startup: st})
-	reg := hooks.New[tape.Store, tape.Context](hooks.WithLogger(env.logger()))
-	for _, p := range append([]hooks.Plugin{bp}, env.Plugins...) {
-		if err := reg.Register(p); err != nil {
-			return nil, err
-		}
-	}
-	return reg, nil
+	return stack.StartupRegistry(st, env.Plugins, env.logger())
 }
 
 // cliApp is the CLI application register_cli_commands adds commands to:

@@ -192,6 +192,20 @@ func RunRecorder(ctx context.Context, conn *Conn, o RecorderOptions, log *slog.L
 	})
 }
 
+// StartupRegistry returns a registry of the builtin plugin, whose startup
+// and scope hooks answer from st, and then plugins, in order; nothing is
+// started. Processes that run no turns (the CLI, the recorder, `bub tape`)
+// call their startup and scope hooks on it.
+func StartupRegistry(st builtin.Startup, plugins []hooks.Plugin, log *slog.Logger) (*hooks.Registry[tape.Store, tape.Context], error) {
+	reg := hooks.New[tape.Store, tape.Context](hooks.WithLogger(log))
+	for _, p := range append([]hooks.Plugin{builtin.New(builtin.Options{Startup: st})}, plugins...) {
+		if err := reg.Register(p); err != nil {
+			return nil, err
+		}
+	}
+	return reg, nil
+}
+
 // jetStreamTapes opens the JetStream tape store on conn: the builtin
 // plugin's provide_tape_store in every runtime.
 func jetStreamTapes(conn *Conn) func(context.Context) (tape.Store, error) {
@@ -202,14 +216,9 @@ func jetStreamTapes(conn *Conn) func(context.Context) (tape.Store, error) {
 // registry of the builtin plugin (which provides JetStream) and plugins,
 // started, its scope open for the duration of body and closed after it.
 func WithTapeStore(ctx context.Context, conn *Conn, plugins []hooks.Plugin, log *slog.Logger, body func(tape.Store) error) (err error) {
-	reg := hooks.New[tape.Store, tape.Context](hooks.WithLogger(log))
-	bp := builtin.New(builtin.Options{Startup: builtin.Startup{
-		TapeStore: jetStreamTapes(conn),
-	}})
-	for _, p := range append([]hooks.Plugin{bp}, plugins...) {
-		if err := reg.Register(p); err != nil {
-			return err
-		}
+	reg, err := StartupRegistry(builtin.Startup{TapeStore: jetStreamTapes(conn)}, plugins, log)
+	if err != nil {
+		return err
 	}
 	if err := reg.Start(ctx); err != nil {
 		return err
