@@ -13,8 +13,8 @@ import (
 	"github.com/bubbus/bub/internal/worker"
 	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/events"
-	"github.com/bubbus/bub/pkg/framework"
 	"github.com/bubbus/bub/pkg/hooks"
+	"github.com/bubbus/bub/pkg/pipeline"
 	"github.com/bubbus/bub/pkg/subjects"
 )
 
@@ -238,7 +238,7 @@ func (g *Gate) drop(ctx context.Context, session string, env *envelope.Envelope)
 	if out.OutputChannel == "" {
 		out.OutputChannel = out.Channel
 	}
-	framework.Address(out, env, 0, 1)
+	pipeline.Address(out, env, 0, 1)
 	if err := g.o.Outbox.Send(ctx, out); err != nil {
 		return retry("answering a dropped message", err)
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/bubbus/bub/internal/cli"
 	"github.com/bubbus/bub/pkg/hooks"
-	toolkit "github.com/bubbus/bub/pkg/tools/builtin"
+	"github.com/bubbus/bub/pkg/tools/toolkit"
 )
 
 func newModels(env *Env) *cobra.Command {

@@ -5,7 +5,7 @@
 // decode, and draining on shutdown.
 //
 // Start with [Worker.Run]. The turn itself is a [Processor]; the hook-driven
-// pipeline that implements it is package framework. Looking for what
+// pipeline that implements it is package pipeline. Looking for what
 // publishes inbound envelopes? See internal/ingress.
 //
 // With [RuntimeOptions.Instance] set, the background shells of every

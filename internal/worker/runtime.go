@@ -17,15 +17,15 @@ import (
 	"github.com/bubbus/bub/pkg/builtin"
 	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/events"
-	"github.com/bubbus/bub/pkg/framework"
 	"github.com/bubbus/bub/pkg/hooks"
 	"github.com/bubbus/bub/pkg/llm"
 	"github.com/bubbus/bub/pkg/llm/providers"
+	"github.com/bubbus/bub/pkg/pipeline"
 	"github.com/bubbus/bub/pkg/skills"
 	"github.com/bubbus/bub/pkg/subjects"
 	"github.com/bubbus/bub/pkg/tape"
 	"github.com/bubbus/bub/pkg/tools"
-	toolkit "github.com/bubbus/bub/pkg/tools/builtin"
+	"github.com/bubbus/bub/pkg/tools/toolkit"
 )
 
 // Registry is the hook registry of a worker.
@@ -80,7 +80,7 @@ type RuntimeOptions struct {
 type Runtime struct {
 	o      RuntimeOptions
 	reg    *Registry
-	fw     *framework.Framework
+	fw     *pipeline.Pipeline
 	agent  *agent.Agent
 	bridge *events.Bridge
 	shells *toolkit.Shells
@@ -168,7 +168,7 @@ func NewRuntime(ctx context.Context, o RuntimeOptions) (*Runtime, error) {
 	if err := rt.startup(ctx, bp); err != nil {
 		return nil, errors.Join(err, rt.reg.Close(ctx))
 	}
-	rt.fw = framework.New(rt.reg, o.Workspace, o.Log)
+	rt.fw = pipeline.New(rt.reg, o.Workspace, o.Log)
 	if rt.router != nil {
 		rt.router.shells = rt.shells
 		if err := rt.router.serve(); err != nil {

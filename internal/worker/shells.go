@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/bubbus/bub/pkg/subjects"
-	toolkit "github.com/bubbus/bub/pkg/tools/builtin"
+	"github.com/bubbus/bub/pkg/tools/toolkit"
 )
 
 // shellCallTimeout bounds a routed bash.output or bash.kill: a kill waits

@@ -13,7 +13,7 @@ import (
 	"github.com/bubbus/bub/internal/natstest"
 	"github.com/bubbus/bub/pkg/subjects"
 	"github.com/bubbus/bub/pkg/tools"
-	toolkit "github.com/bubbus/bub/pkg/tools/builtin"
+	"github.com/bubbus/bub/pkg/tools/toolkit"
 )
 
 // shellWorker is the shell side of one worker: its own NATS connection,

@@ -20,7 +20,7 @@ import (
 	"github.com/bubbus/bub/pkg/skills"
 	"github.com/bubbus/bub/pkg/tape"
 	"github.com/bubbus/bub/pkg/tools"
-	"github.com/bubbus/bub/pkg/tools/builtin"
+	"github.com/bubbus/bub/pkg/tools/toolkit"
 )
 
 // commandTools are a visible and a hidden tool for comma commands.
@@ -141,13 +141,13 @@ func TestCommandErrors(t *testing.T) {
 // TestCommandRunsBash: a line whose first word names no registered tool
 // runs the real builtin bash tool with the whole line.
 func TestCommandRunsBash(t *testing.T) {
-	shells, err := builtin.NewShells()
+	shells, err := toolkit.NewShells()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = shells.Close() })
 	e := newEnv(t, nil)
-	if err := builtin.Register(e.tools, builtin.Options{Shells: shells}); err != nil {
+	if err := toolkit.Register(e.tools, toolkit.Options{Shells: shells}); err != nil {
 		t.Fatal(err)
 	}
 	out := e.mustRun(",echo hi   there", func(r *agent.Run) {
@@ -168,7 +168,7 @@ func TestCommandRunsBash(t *testing.T) {
 // TestCommandRunsSkill: ",skill name=<n>" names the registered skill tool,
 // so the agent runs it (not bash) and answers the skill's body.
 func TestCommandRunsSkill(t *testing.T) {
-	shells, err := builtin.NewShells()
+	shells, err := toolkit.NewShells()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestCommandRunsSkill(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newEnv(t, nil)
-	if err := builtin.Register(e.tools, builtin.Options{Shells: shells, Skills: skills.New(skills.Options{Home: t.TempDir()})}); err != nil {
+	if err := toolkit.Register(e.tools, toolkit.Options{Shells: shells, Skills: skills.New(skills.Options{Home: t.TempDir()})}); err != nil {
 		t.Fatal(err)
 	}
 	e.state.Set(bub.StateWorkspace, ws)

@@ -10,7 +10,7 @@
 // hooks reach it through the AgentPlugins adapter ([Plugins]), which
 // registers handlers on the bus in hook priority order. Looking for the
 // turn around a run (resolve_session … dispatch_outbound)? See package
-// framework. For the model side see package llm; for tools see package
+// pipeline. For the model side see package llm; for tools see package
 // tools.
 //
 // # Guarantees

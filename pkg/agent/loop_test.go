@@ -25,7 +25,7 @@ import (
 	"github.com/bubbus/bub/pkg/skills"
 	"github.com/bubbus/bub/pkg/tape"
 	"github.com/bubbus/bub/pkg/tools"
-	"github.com/bubbus/bub/pkg/tools/builtin"
+	"github.com/bubbus/bub/pkg/tools/toolkit"
 )
 
 // TestToolCallsRunConcurrently: the tool calls of one response run at the
@@ -605,13 +605,13 @@ func TestAllowedTools(t *testing.T) {
 // TestBuiltinFsRead: the real builtin fs.read tool reads a file of the
 // run's workspace for the model.
 func TestBuiltinFsRead(t *testing.T) {
-	shells, err := builtin.NewShells()
+	shells, err := toolkit.NewShells()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = shells.Close() })
 	reg := &tools.Registry{}
-	if err := builtin.Register(reg, builtin.Options{Shells: shells}); err != nil {
+	if err := toolkit.Register(reg, toolkit.Options{Shells: shells}); err != nil {
 		t.Fatal(err)
 	}
 	ws := t.TempDir()

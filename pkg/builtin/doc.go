@@ -9,5 +9,5 @@
 // worker injects how to run the agent ([Runner]), where outbound envelopes
 // go ([Outbox]) and how to read a session's model switches ([Switches]).
 // The startup hooks need none of them.
-// Looking for the pipeline that calls these hooks? See package framework.
+// Looking for the pipeline that calls these hooks? See package pipeline.
 package builtin

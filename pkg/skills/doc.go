@@ -22,6 +22,6 @@
 // Go has no Python interpreter of its own: $PYTHON is [Options.Python], or
 // python3 (else python) from PATH, or left as it is when there is none.
 //
-// Looking for the skill tool? See package tools/builtin. For where the
+// Looking for the skill tool? See package tools/toolkit. For where the
 // block joins the system prompt see package agent.
 package skills

@@ -44,6 +44,6 @@
 //
 // Looking for the writer of tapes? See internal/recorder, and package
 // taperec for how lifecycle events map to entries. For the tape.* tools see
-// package tools/builtin. For every NATS name used here see package
+// package tools/toolkit. For every NATS name used here see package
 // subjects.
 package tape

@@ -3,6 +3,6 @@
 // [Result]).
 //
 // Start with [Tool] and [Registry]. Looking for bash, fs.*, tape.* and the
-// other builtin tools? See package tools/builtin. For how tool calls are
+// other builtin tools? See package tools/toolkit. For how tool calls are
 // executed inside the agent loop see package agent.
 package tools

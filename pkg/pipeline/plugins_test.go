@@ -1,13 +1,13 @@
-package framework_test
+package pipeline_test
 
 import (
 	"context"
 	"testing"
 
 	"github.com/bubbus/bub/pkg/envelope"
-	"github.com/bubbus/bub/pkg/framework"
 	"github.com/bubbus/bub/pkg/hooks"
 	"github.com/bubbus/bub/pkg/llm"
+	"github.com/bubbus/bub/pkg/pipeline"
 	"github.com/bubbus/bub/pkg/tape"
 )
 
@@ -137,12 +137,12 @@ func (l *errorLog) OnError(_ context.Context, in hooks.OnErrorInput) error {
 	return nil
 }
 
-// newFramework registers plugins in order (the first has the lowest
+// newPipeline registers plugins in order (the first has the lowest
 // priority) in a real registry, starts it and returns a framework over it.
-func newFramework(t *testing.T, plugins ...hooks.Plugin) *framework.Framework {
+func newPipeline(t *testing.T, plugins ...hooks.Plugin) *pipeline.Pipeline {
 	t.Helper()
 	reg := newRegistry(t, plugins...)
-	return framework.New(reg, workspace, nil)
+	return pipeline.New(reg, workspace, nil)
 }
 
 func newRegistry(t *testing.T, plugins ...hooks.Plugin) *hooks.Registry[tape.Store, tape.Context] {

@@ -1,4 +1,4 @@
-package builtin_test
+package toolkit_test
 
 import (
 	"context"
@@ -7,18 +7,18 @@ import (
 	"os"
 
 	"github.com/bubbus/bub/pkg/tools"
-	"github.com/bubbus/bub/pkg/tools/builtin"
+	"github.com/bubbus/bub/pkg/tools/toolkit"
 )
 
 func Example() {
-	shells, err := builtin.NewShells()
+	shells, err := toolkit.NewShells()
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer shells.Close() // on worker shutdown: stops every background shell
 
 	var reg tools.Registry
-	if err := builtin.Register(&reg, builtin.Options{Shells: shells}); err != nil {
+	if err := toolkit.Register(&reg, toolkit.Options{Shells: shells}); err != nil {
 		log.Fatal(err)
 	}
 	ws, err := os.MkdirTemp("", "workspace")

@@ -1,4 +1,4 @@
-package framework
+package pipeline
 
 import (
 	"context"
@@ -25,8 +25,8 @@ type Hooks interface {
 	NotifyError(ctx context.Context, in hooks.OnErrorInput)
 }
 
-// Framework runs turns.
-type Framework struct {
+// Pipeline runs turns.
+type Pipeline struct {
 	hooks     Hooks
 	workspace string
 	log       *slog.Logger
@@ -34,11 +34,11 @@ type Framework struct {
 
 // New returns a framework dispatching to h. workspace seeds every turn
 // state's _runtime_workspace.
-func New(h Hooks, workspace string, log *slog.Logger) *Framework {
+func New(h Hooks, workspace string, log *slog.Logger) *Pipeline {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Framework{hooks: h, workspace: workspace, log: log}
+	return &Pipeline{hooks: h, workspace: workspace, log: log}
 }
 
 // Result is what a turn produced (Bub's TurnResult).
@@ -61,7 +61,7 @@ var ErrNoModelOutput = errors.New("no model skill returned output")
 // before dispatch ([Address]), so a redelivered inbound never yields a
 // second reply; one without a session id gets the resolved one. A failure
 // is logged, reported to on_error (stage "turn") and returned.
-func (f *Framework) ProcessInbound(ctx context.Context, msg *envelope.Envelope) (res Result, err error) {
+func (f *Pipeline) ProcessInbound(ctx context.Context, msg *envelope.Envelope) (res Result, err error) {
 	defer func() {
 		if err != nil {
 			f.log.ErrorContext(ctx, "turn.failed", "envelope", msg.ID, "session", res.SessionID, "err", err)
@@ -109,7 +109,7 @@ func (f *Framework) ProcessInbound(ctx context.Context, msg *envelope.Envelope) 
 
 // modelStage runs the model and then save_state, which sees the model
 // stage's failure; a save_state error replaces the model's.
-func (f *Framework) modelStage(ctx context.Context, msg *envelope.Envelope, sid string, state *bub.State, prompt llm.Content) (output string, err error) {
+func (f *Pipeline) modelStage(ctx context.Context, msg *envelope.Envelope, sid string, state *bub.State, prompt llm.Content) (output string, err error) {
 	defer func() {
 		serr := f.hooks.SaveState(ctx, hooks.SaveStateInput{SessionID: sid, State: state, Message: msg, ModelOutput: output, Err: err})
 		if serr != nil {

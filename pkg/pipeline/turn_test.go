@@ -1,4 +1,4 @@
-package framework_test
+package pipeline_test
 
 import (
 	"errors"
@@ -8,9 +8,9 @@ import (
 
 	"github.com/bubbus/bub/pkg/bub"
 	"github.com/bubbus/bub/pkg/envelope"
-	"github.com/bubbus/bub/pkg/framework"
 	"github.com/bubbus/bub/pkg/hooks"
 	"github.com/bubbus/bub/pkg/llm"
+	"github.com/bubbus/bub/pkg/pipeline"
 )
 
 var (
@@ -68,7 +68,7 @@ func TestProcessInboundStages(t *testing.T) {
 			return nil
 		},
 	}
-	fw := newFramework(t, p)
+	fw := newPipeline(t, p)
 	msg := inbound()
 
 	res, err := fw.ProcessInbound(t.Context(), msg)
@@ -129,7 +129,7 @@ func TestProcessInboundLoadStateMerge(t *testing.T) {
 		prompted = in.State
 		return "ok", true, nil
 	}}
-	fw := newFramework(t, low, none, high, model)
+	fw := newPipeline(t, low, none, high, model)
 
 	res, err := fw.ProcessInbound(t.Context(), inbound())
 	if err != nil {
@@ -177,7 +177,7 @@ func TestProcessInboundBuildPrompt(t *testing.T) {
 				got = in.Prompt
 				return "ok", true, nil
 			}}
-			fw := newFramework(t, model,
+			fw := newPipeline(t, model,
 				&plug{name: "low", j: j, buildPrompt: tt.low},
 				&plug{name: "high", j: j, buildPrompt: tt.high})
 			res, err := fw.ProcessInbound(t.Context(), inbound())
@@ -263,7 +263,7 @@ func TestProcessInboundModelStage(t *testing.T) {
 				renderOutbound:   func(hooks.RenderOutboundInput) ([]*envelope.Envelope, error) { return nil, nil },
 				dispatchOutbound: func(hooks.DispatchOutboundInput) (bool, error) { return true, nil },
 			}
-			fw := newFramework(t, errs, p)
+			fw := newPipeline(t, errs, p)
 			msg := inbound()
 
 			res, err := fw.ProcessInbound(t.Context(), msg)
@@ -354,7 +354,7 @@ func TestProcessInboundFailures(t *testing.T) {
 			}
 			tt.set(p)
 			errs := &errorLog{}
-			fw := newFramework(t, errs, p)
+			fw := newPipeline(t, errs, p)
 			msg := inbound()
 
 			_, err := fw.ProcessInbound(t.Context(), msg)
@@ -407,14 +407,14 @@ func TestProcessInboundWithoutModel(t *testing.T) {
 					return true, nil
 				},
 			}
-			fw := newFramework(t, errs, p)
+			fw := newPipeline(t, errs, p)
 			msg := inbound()
 
 			res, err := fw.ProcessInbound(t.Context(), msg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(errs.got) != 1 || errs.got[0].Stage != "run_model" || !errors.Is(errs.got[0].Err, framework.ErrNoModelOutput) || errs.got[0].Message != msg {
+			if len(errs.got) != 1 || errs.got[0].Stage != "run_model" || !errors.Is(errs.got[0].Err, pipeline.ErrNoModelOutput) || errs.got[0].Message != msg {
 				t.Errorf("on_error calls = %+v, want one (run_model, ErrNoModelOutput, the message)", errs.got)
 			}
 			if res.ModelOutput != tt.want || !slices.Equal(saved, []string{tt.want}) {
@@ -442,7 +442,7 @@ func TestProcessInboundRunModelOnly(t *testing.T) {
 			return nil
 		},
 	}
-	fw := newFramework(t, p)
+	fw := newPipeline(t, p)
 	res, err := fw.ProcessInbound(t.Context(), inbound())
 	if err != nil {
 		t.Fatal(err)
@@ -475,7 +475,7 @@ func TestProcessInboundAddressesOutbounds(t *testing.T) {
 			return true, nil
 		},
 	}
-	fw := newFramework(t, low, high)
+	fw := newPipeline(t, low, high)
 	msg := &envelope.Envelope{ID: "in-7", Content: "x", Channel: "cli", ChatID: "c1"}
 
 	res, err := fw.ProcessInbound(t.Context(), msg)
@@ -520,7 +520,7 @@ func TestProcessInboundSessionOfInbound(t *testing.T) {
 				},
 				runModel: func(hooks.RunModelInput) (string, bool, error) { return "ok", true, nil },
 			}
-			fw := newFramework(t, p)
+			fw := newPipeline(t, p)
 			msg := inbound()
 			msg.SessionID = tt.session
 			res, err := fw.ProcessInbound(t.Context(), msg)
@@ -561,7 +561,7 @@ func TestProcessInboundNormalizes(t *testing.T) {
 				},
 				runModel: func(hooks.RunModelInput) (string, bool, error) { return "ok", true, nil },
 			}
-			fw := newFramework(t, p)
+			fw := newPipeline(t, p)
 			msg := inbound()
 			msg.Context = tt.context
 			if _, err := fw.ProcessInbound(t.Context(), msg); err != nil {
@@ -593,7 +593,7 @@ func TestAddress(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			out := tt.out
-			framework.Address(&out, in, tt.index, tt.size)
+			pipeline.Address(&out, in, tt.index, tt.size)
 			if !reflect.DeepEqual(out, tt.want) {
 				t.Errorf("Address = %+v, want %+v", out, tt.want)
 			}

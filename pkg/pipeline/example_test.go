@@ -1,4 +1,4 @@
-package framework_test
+package pipeline_test
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 
 	"github.com/bubbus/bub/pkg/builtin"
 	"github.com/bubbus/bub/pkg/envelope"
-	"github.com/bubbus/bub/pkg/framework"
 	"github.com/bubbus/bub/pkg/hooks"
+	"github.com/bubbus/bub/pkg/pipeline"
 	"github.com/bubbus/bub/pkg/tape"
 )
 
@@ -30,7 +30,7 @@ func (printOutbox) Send(_ context.Context, env *envelope.Envelope) error {
 	return nil
 }
 
-func ExampleFramework_ProcessInbound() {
+func ExamplePipeline_ProcessInbound() {
 	ctx := context.Background()
 	reg := hooks.New[tape.Store, tape.Context]()
 	bp := builtin.New(builtin.Options{
@@ -45,7 +45,7 @@ func ExampleFramework_ProcessInbound() {
 	}
 	defer reg.Close(ctx)
 
-	fw := framework.New(reg, "", nil)
+	fw := pipeline.New(reg, "", nil)
 	res, err := fw.ProcessInbound(ctx, &envelope.Envelope{ID: "m1", Channel: "cli", ChatID: "local", Content: "hello"})
 	if err != nil {
 		panic(err)

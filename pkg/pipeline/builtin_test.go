@@ -1,4 +1,4 @@
-package framework_test
+package pipeline_test
 
 import (
 	"context"
@@ -10,9 +10,9 @@ import (
 	"github.com/bubbus/bub/pkg/bub"
 	"github.com/bubbus/bub/pkg/builtin"
 	"github.com/bubbus/bub/pkg/envelope"
-	"github.com/bubbus/bub/pkg/framework"
 	"github.com/bubbus/bub/pkg/hooks"
 	"github.com/bubbus/bub/pkg/llm"
+	"github.com/bubbus/bub/pkg/pipeline"
 )
 
 // runner is the builtin's Runner: it records its input and answers with
@@ -40,12 +40,12 @@ var clock = time.Date(2025, 3, 4, 5, 6, 7, 890, time.FixedZone("UTC+8", 8*3600))
 
 // withBuiltin returns a framework over a registry holding the builtin
 // plugin (lowest priority) and then plugins.
-func withBuiltin(t *testing.T, r *runner, o *outbox, plugins ...hooks.Plugin) *framework.Framework {
+func withBuiltin(t *testing.T, r *runner, o *outbox, plugins ...hooks.Plugin) *pipeline.Pipeline {
 	t.Helper()
 	bp := builtin.New(builtin.Options{Runner: r, Outbox: o, Now: func() time.Time { return clock }})
 	reg := newRegistry(t, append([]hooks.Plugin{bp}, plugins...)...)
 	bp.SetDispatcher(reg)
-	return framework.New(reg, workspace, nil)
+	return pipeline.New(reg, workspace, nil)
 }
 
 // TestProcessInboundBuiltin runs turns through the builtin plugin alone.

@@ -1,4 +1,4 @@
-// Package builtin provides Bub's builtin tools: bash, bash.output and
+// Package toolkit provides Bub's builtin tools: bash, bash.output and
 // bash.kill (shell processes), fs.read, fs.write and fs.edit (confined to
 // the workspace), web.fetch, tape.info, tape.search, tape.reset,
 // tape.handoff and tape.anchors, skill (a skill's body, or the list of
@@ -33,4 +33,4 @@
 // for skill discovery see package skills. Each tool group lives in a file
 // of its own and is one entry in the list of groups Register walks
 // (spill.read is not built yet).
-package builtin
+package toolkit
