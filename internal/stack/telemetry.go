@@ -5,6 +5,7 @@ import (
 
 	"github.com/bubbus/bub/internal/telemetry"
 	"github.com/bubbus/bub/pkg/hooks"
+	"github.com/bubbus/bub/pkg/hooks/remote"
 )
 
 // observeWorker registers a worker's observed metrics: the lag of the
@@ -17,7 +18,7 @@ func observeWorker(conn *Conn, plugins []hooks.Plugin, log *slog.Logger) func() 
 		log.Warn("telemetry.observe_failed", "err", err)
 		stopJS = func() error { return nil }
 	}
-	stopRemote, err := telemetry.ObserveInterceptors(plugins)
+	stopRemote, err := telemetry.ObserveInterceptors(interceptorCalls(plugins))
 	if err != nil {
 		log.Warn("telemetry.observe_failed", "err", err)
 		stopRemote = func() error { return nil }
@@ -35,4 +36,30 @@ func observeRecorder(conn *Conn, log *slog.Logger) func() {
 		return func() {}
 	}
 	return func() { _ = stop() }
+}
+
+// interceptorCalls reads the call counts of the remote interceptors among
+// plugins for telemetry.ObserveInterceptors; nil when there is none.
+func interceptorCalls(plugins []hooks.Plugin) func() []telemetry.InterceptorCalls {
+	var remotes []*remote.Plugin
+	for _, p := range plugins {
+		if r, ok := hooks.As[*remote.Plugin](p); ok {
+			remotes = append(remotes, r)
+		}
+	}
+	if len(remotes) == 0 {
+		return nil
+	}
+	return func() []telemetry.InterceptorCalls {
+		out := make([]telemetry.InterceptorCalls, 0, len(remotes))
+		for _, r := range remotes {
+			st := r.Stats()
+			calls := make(map[string]uint64, 8)
+			for outcome, n := range st.ByOutcome() {
+				calls[string(outcome)] = n
+			}
+			out = append(out, telemetry.InterceptorCalls{Service: st.Service, ByOutcome: calls})
+		}
+		return out
+	}
 }

@@ -15,7 +15,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/bubbus/bub/pkg/hooks"
-	"github.com/bubbus/bub/pkg/hooks/remote"
 )
 
 // Metric names. The gen_ai.* ones are the GenAI semantic conventions'
@@ -183,42 +182,37 @@ func ObserveJetStream(js jetstream.JetStream, consumers []Consumer, dlqStream st
 	return reg.Unregister, nil
 }
 
-// statser is a remote interceptor plugin's call statistics.
-type statser interface{ Stats() remote.Stats }
+// InterceptorCalls are the calls of one remote interceptor service so
+// far, by outcome (ok, no_responders, timeout, malformed, remote_error,
+// transport, cancelled).
+type InterceptorCalls struct {
+	Service   string
+	ByOutcome map[string]uint64
+}
 
 // ObserveInterceptors registers bub.interceptor.calls, the calls of every
-// remote interceptor among plugins by service and outcome (ok,
-// no_responders, timeout, malformed, remote_error, transport, cancelled).
-// The returned function unregisters it.
-func ObserveInterceptors(plugins []hooks.Plugin) (unregister func() error, err error) {
-	var remotes []statser
-	for _, p := range plugins {
-		if s, ok := p.(statser); ok {
-			remotes = append(remotes, s)
-		}
-	}
-	if len(remotes) == 0 {
+// remote interceptor by service and outcome, read from calls at each
+// collection. Whoever wires the interceptors supplies calls (telemetry
+// knows no plugin); nil registers nothing. The returned function
+// unregisters it.
+func ObserveInterceptors(calls func() []InterceptorCalls) (unregister func() error, err error) {
+	if calls == nil {
 		return func() error { return nil }, nil
 	}
 	m := otel.GetMeterProvider().Meter(ScopeName)
-	calls, err := m.Int64ObservableCounter(MetricInterceptorCalls, metric.WithUnit("{call}"),
+	counter, err := m.Int64ObservableCounter(MetricInterceptorCalls, metric.WithUnit("{call}"),
 		metric.WithDescription("Remote interceptor calls by service and outcome."))
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: interceptor counter: %w", err)
 	}
 	reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		for _, r := range remotes {
-			st := r.Stats()
-			for outcome, n := range map[remote.Outcome]uint64{
-				remote.OutcomeOK: st.OK, remote.OutcomeNoResponders: st.NoResponders, remote.OutcomeTimeout: st.Timeout,
-				remote.OutcomeMalformed: st.Malformed, remote.OutcomeRemoteError: st.RemoteError,
-				remote.OutcomeTransport: st.Transport, remote.OutcomeCancelled: st.Cancelled,
-			} {
-				o.ObserveInt64(calls, int64(n), metric.WithAttributes(AttrService.String(st.Service), AttrOutcome.String(string(outcome))))
+		for _, c := range calls() {
+			for outcome, n := range c.ByOutcome {
+				o.ObserveInt64(counter, int64(n), metric.WithAttributes(AttrService.String(c.Service), AttrOutcome.String(outcome)))
 			}
 		}
 		return nil
-	}, calls)
+	}, counter)
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: interceptor counter: %w", err)
 	}

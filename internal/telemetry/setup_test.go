@@ -228,3 +228,45 @@ func gauges(t *testing.T, reader *sdkmetric.ManualReader) map[string]int64 {
 	}
 	return out
 }
+
+// TestObserveInterceptors reports what the supplied function reads, one
+// data point per service and outcome, and registers nothing without one.
+func TestObserveInterceptors(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	restoreGlobals(t)
+	otel.SetMeterProvider(mp)
+	stop, err := ObserveInterceptors(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = stop()
+	calls := map[string]uint64{"ok": 3, "timeout": 1}
+	stop, err = ObserveInterceptors(func() []InterceptorCalls {
+		return []InterceptorCalls{{Service: "guard", ByOutcome: calls}}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = stop() }()
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != MetricInterceptorCalls {
+				continue
+			}
+			for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+				svc, _ := dp.Attributes.Value(AttrService)
+				out, _ := dp.Attributes.Value(AttrOutcome)
+				got[svc.AsString()+"/"+out.AsString()] = dp.Value
+			}
+		}
+	}
+	if len(got) != 2 || got["guard/ok"] != 3 || got["guard/timeout"] != 1 {
+		t.Fatalf("%s points %v, want guard/ok=3 and guard/timeout=1", MetricInterceptorCalls, got)
+	}
+}

@@ -255,6 +255,15 @@ type Stats struct {
 	Cancelled    uint64
 }
 
+// ByOutcome returns the counts keyed by outcome, one entry per [Outcome].
+func (s Stats) ByOutcome() map[Outcome]uint64 {
+	return map[Outcome]uint64{
+		OutcomeOK: s.OK, OutcomeNoResponders: s.NoResponders, OutcomeTimeout: s.Timeout,
+		OutcomeMalformed: s.Malformed, OutcomeRemoteError: s.RemoteError,
+		OutcomeTransport: s.Transport, OutcomeCancelled: s.Cancelled,
+	}
+}
+
 // counters are the live counts behind [Stats].
 type counters struct {
 	ok, noResponders, timeout, malformed, remoteError, transport, cancelled atomic.Uint64
