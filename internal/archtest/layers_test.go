@@ -312,7 +312,7 @@ func TestLayerRulesCatchViolations(t *testing.T) {
 func TestParseRulesRejectsBadRows(t *testing.T) {
 	const head = "# x\n\n## Layers\n\n| Layer | Packages | Imports internal/ | Role |\n| --- | --- | --- | --- |\n"
 	for name, table := range map[string]string{
-		"layer not a number": "| one | `pkg/bub` | no | vocabulary |\n",
+		"layer not a number":  "| one | `pkg/bub` | no | vocabulary |\n",
 		"internal not yes/no": "| 1 | `pkg/bub` | maybe | vocabulary |\n",
 		"no patterns":         "| 1 | pkg/bub | no | vocabulary |\n",
 		"placed twice":        "| 1 | `pkg/bub` | no | a |\n| 2 | `pkg/bub` | no | b |\n",
