@@ -13,7 +13,7 @@ import (
 	"github.com/bubbus/bub/pkg/subjects"
 )
 
-// Bub's quit(session) (behaviour check 63, catalogue §9.2): ,quit stops
+// Bub's quit(session) (behaviour check 63): ,quit stops
 // the session's other running turns, on whichever worker they run, and
 // none of them replies after "Session tasks stopped.".
 func TestAdmissionQuitStopsTheSessionsOtherTurns(t *testing.T) {

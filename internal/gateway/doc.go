@@ -1,4 +1,4 @@
-// Package gateway is the gateway service (catalogue §9, DESIGN §15): it
+// Package gateway is the gateway service: it
 // runs the channels plugins provide (provide_channels), publishes what
 // they receive to the inbound stream, and delivers the outbound envelopes
 // addressed to them. `bub gateway` runs one; `bub up` contains one when a

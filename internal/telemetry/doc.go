@@ -1,4 +1,4 @@
-// Package telemetry is Bub's OpenTelemetry wiring (DESIGN §10): one trace
+// Package telemetry is Bub's OpenTelemetry wiring: one trace
 // per turn across every hop, and the metrics an operator watches.
 //
 // Start with [Setup], which every service calls once: it installs the

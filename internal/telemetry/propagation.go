@@ -14,9 +14,9 @@ import (
 	"github.com/bubbus/bub/pkg/subjects"
 )
 
-// w3c is the propagator of every hop: DESIGN §3 fixes W3C trace context
-// for the CloudEvent extensions and the NATS headers, whatever global
-// propagator a process configured.
+// w3c is the propagator of every hop: the CloudEvent extensions and the
+// NATS headers carry W3C trace context (docs/events/README.md, "Attributes
+// and extensions"), whatever global propagator a process configured.
 var w3c propagation.TraceContext
 
 // natsCarrier adapts nats.Header to propagation.TextMapCarrier. nats.Header

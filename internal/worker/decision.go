@@ -8,8 +8,7 @@ import (
 )
 
 // decisionEvent turns a hook decision record into the hook.decision event
-// that reports it (DESIGN §4: every decision that changed or stopped a call
-// is itself recorded).
+// that reports it (docs/hooks.md, "Decisions are events").
 func decisionEvent(rec hooks.DecisionRecord) *events.HookDecision {
 	ev := &events.HookDecision{
 		Plugin:     rec.Plugin,

@@ -35,7 +35,7 @@ func SteeringFrom(ctx context.Context) Steering {
 
 // steeringPrompts is the agent's view of a turn's steering inbox: each
 // steered message becomes the user message build_prompt makes of it, like
-// the turn's own prompt (Bub §9.3: context line, date line, media).
+// the turn's own prompt (as in Bub: context line, date line, media).
 type steeringPrompts struct {
 	inbox   Steering
 	reg     *Registry

@@ -22,7 +22,7 @@ func (q *queue) Drain(context.Context) ([]*envelope.Envelope, error) {
 	return out, nil
 }
 
-// A steered message is built like any other prompt (Bub §9.3): the
+// A steered message is built like any other prompt, as in Bub: the
 // builtin's build_prompt gives it its context line, date line and media.
 func TestSteeringMessagesAreBuiltPrompts(t *testing.T) {
 	now := time.Date(2026, 12, 1, 13, 0, 0, 0, time.UTC)

@@ -13,7 +13,7 @@ import (
 
 // command runs a comma command directly, without the model: the line
 // resolves to a registered tool (exact runtime name) or to the shell with
-// the whole line. As seed 002 says, the call emits tool events (so hooks
+// the whole line. As in Bub, the call emits tool events (so hooks
 // can deny it) and then CommandFinished; a failure propagates to the
 // caller.
 func (a *Agent) command(ctx context.Context, r *Run, line string) (Output, error) {

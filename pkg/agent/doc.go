@@ -1,6 +1,7 @@
 // Package agent is Bub's agent loop: a run of steps, each one model call
 // followed by the tool calls the model asked for, with every lifecycle
-// event of seed 002 emitted on the run's in-process events.Bus.
+// event emitted on the run's in-process events.Bus (docs/events/README.md,
+// "Inside a worker: the run's event bus").
 //
 // Start with [Agent.Run] (loop.go is the loop; step.go one step; tools.go
 // the tool executor; command.go comma commands). A step's system prompt

@@ -14,7 +14,8 @@ import (
 	"github.com/bubbus/bub/pkg/tools"
 )
 
-// This file pins the allowed actions of seed 002's event table, one test
+// This file pins the allowed actions of docs/events/README.md's event
+// table, one test
 // per row that allows one, through plain bus handlers.
 
 // TestLLMCallStartedReplacesRequest: a handler replacing Request changes

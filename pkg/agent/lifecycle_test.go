@@ -11,7 +11,7 @@ import (
 	"github.com/bubbus/bub/pkg/tape"
 )
 
-// TestLifecycleOrder: a plain run emits every lifecycle event of seed 002
+// TestLifecycleOrder: a plain run emits every lifecycle event of docs/events/README.md's table
 // in order, each carrying the run id, session and turn state, and a
 // general handler (On[events.Event]) sees them all.
 func TestLifecycleOrder(t *testing.T) {

@@ -28,7 +28,7 @@ type Steering interface {
 	Drain(ctx context.Context) ([]llm.Content, error)
 }
 
-// Plugins is seed 002's AgentPlugins adapter: it wires the application
+// Plugins is Bub's AgentPlugins adapter: it wires the application
 // hooks onto the run's events, in hook priority order and with the hook
 // rules (the registry isolates a failing interception hook):
 //

@@ -139,7 +139,7 @@ func offeredByName(offered []tools.Tool, names []string) []tools.Tool {
 	return out
 }
 
-// systemPrompt joins the non-empty blocks with blank lines (Bub §5.4):
+// systemPrompt joins the non-empty blocks with blank lines (as Bub does):
 // the hooks' fragment, the tools block, then the skills block.
 func (a *Agent) systemPrompt(ctx context.Context, r *Run, prompt llm.Content, offered []tools.Tool) (string, error) {
 	var blocks []string

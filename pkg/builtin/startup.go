@@ -9,7 +9,7 @@ import (
 )
 
 // Startup are the collaborators of the builtin's startup and scope hooks,
-// the defaults Bub's builtin provides (catalogue §3). A nil field makes the
+// the defaults Bub's builtin provides. A nil field makes the
 // builtin answer its hook with no opinion.
 type Startup struct {
 	// Commands registers Bub's own commands (run, chat, up, …) on the CLI

@@ -12,7 +12,7 @@ import (
 	"github.com/bubbus/bub/pkg/hooks"
 )
 
-// BufferConfig configures the debounce of [Buffer] (catalogue §9.2). The
+// BufferConfig configures the debounce of [Buffer]. The
 // zero value means the documented defaults.
 type BufferConfig struct {
 	// Debounce is how long a session's batch waits after its latest
@@ -70,7 +70,7 @@ func (c BufferConfig) Validate() error {
 // stopped [Manager].
 var ErrClosed = errors.New("channels: closed")
 
-// Buffer is Bub's buffered message handler (catalogue §9.5): it batches
+// Buffer is Bub's buffered message handler: it batches
 // the messages of each raw session id until the conversation pauses, then
 // forwards the batch merged by [envelope.FromBatch].
 //

@@ -29,7 +29,7 @@ func (HTTP) Start(context.Context) error { return nil }
 // Stop implements [Channel].
 func (HTTP) Stop(context.Context) error { return nil }
 
-// CLI is the terminal channel of `bub chat` (catalogue §9.4), an
+// CLI is the terminal channel of `bub chat`, an
 // [Interface] channel, so "all" does not enable it in a gateway. `bub
 // chat` does the terminal I/O; the channel decides admission: while a turn
 // of the session runs, a new line steers it.

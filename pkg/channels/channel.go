@@ -30,7 +30,7 @@ type Sender interface {
 }
 
 // Debouncer is the optional capability of asking for debounced input
-// (Bub's needs_debounce; catalogue §9.5): messages of a session are
+// (Bub's needs_debounce): messages of a session are
 // batched until the conversation pauses.
 type Debouncer interface {
 	NeedsDebounce() bool

@@ -55,7 +55,7 @@ func names(chs []channels.Channel) string {
 	return strings.Join(out, ",")
 }
 
-// TestSelect is behaviour check 79 and the examples of catalogue §9.2.
+// TestSelect is behaviour check 79 and the examples of Bub's channel manager.
 func TestSelect(t *testing.T) {
 	var log []string
 	chs := []channels.Channel{
@@ -134,7 +134,7 @@ func msg(id, content string, active bool) *envelope.Envelope {
 	return &envelope.Envelope{ID: id, Content: content, Channel: "telegram", SessionID: "telegram:1", IsActive: active}
 }
 
-// TestBufferDebounce runs catalogue §9.5 on a fake clock.
+// TestBufferDebounce runs Bub's buffered handler on a fake clock.
 func TestBufferDebounce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var out sink

@@ -1,4 +1,4 @@
-// Package channels is Bub's channel contract (catalogue §9.1): the
+// Package channels is Bub's channel contract: the
 // interface a plugin's channel implements, the optional capabilities a
 // channel may have, and the [Manager] that turns what provide_channels
 // returns into the running channels of a gateway.
@@ -9,7 +9,7 @@
 // whose output_channel names the channel are delivered by its [Sender].
 //
 // [Select] picks the channels BUB_ENABLED_CHANNELS enables (Bub's
-// enabled_channels()); [Buffer] is the per-session debounce (§9.5) of
+// enabled_channels()); [Buffer] is the per-session debounce of
 // channels that ask for it; [Manager] starts the selected channels in
 // order, routes their messages and stops them in reverse order.
 //

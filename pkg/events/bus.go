@@ -11,8 +11,9 @@ import (
 	"sync/atomic"
 )
 
-// This file holds the dispatch rules of the in-process EventBus (seed 002);
-// they are stated once, on [Emit].
+// This file holds the dispatch rules of the in-process EventBus; they are
+// stated once, on [Emit], and docs/events/README.md ("Inside a worker: the
+// run's event bus") summarises them.
 
 // Bus is the in-process EventBus of one agent run. Register handlers with
 // [On] and dispatch events with [Emit]; [Bus.OnEmitted] adds sinks that see
@@ -91,11 +92,10 @@ func On[T Event](b *Bus, h func(ctx context.Context, ev T) error) (off func()) {
 // order, after the handlers, on the emitting goroutine, and must not
 // panic. The returned off removes the sink and is idempotent.
 //
-// This is how DESIGN §5's "bridge registered first, publishing after local
-// handlers could change the event" is realised: the NATS [Bridge] is a
-// sink, so it publishes what the handlers left, and it publishes even when
-// a later handler fails, as a first-registered recorder would have seen
-// the event in Bub.
+// This is where the NATS [Bridge] sits: as a sink it publishes what the
+// handlers left, after they could change the event, and it publishes even
+// when a later handler fails, as a first-registered recorder would have
+// seen the event in Bub.
 func (b *Bus) OnEmitted(fn func(ctx context.Context, ev Event)) (off func()) {
 	if fn == nil {
 		panic("events: OnEmitted called with a nil function")
@@ -126,7 +126,7 @@ func without[P comparable](list []P, x P) []P {
 }
 
 // Emit dispatches ev on b and returns it with whatever the handlers
-// changed (Bub's events.emit). The rules, which seed 002 fixes:
+// changed (Bub's events.emit). The rules, which are Bub's:
 //
 //   - Every handler whose registered type ev satisfies runs, in
 //     registration order, one at a time, on the calling goroutine; a

@@ -47,7 +47,7 @@ func mark[T trailed](name string) func(context.Context, T) error {
 	}
 }
 
-// TestEmitRules pins the dispatch rules of seed 002, one row per rule.
+// TestEmitRules pins the dispatch rules of [events.Emit], one row per rule.
 func TestEmitRules(t *testing.T) {
 	ctx := context.Background()
 	errBoom := errors.New("boom")

@@ -26,7 +26,8 @@ const (
 	ContentTypeJSON = "application/json"
 )
 
-// Extension attribute names (DESIGN.md §3).
+// Extension attribute names (docs/events/README.md, "Attributes and
+// extensions").
 const (
 	ExtRunID        = "runid"
 	ExtSessionID    = "sessionid"

@@ -1,5 +1,5 @@
 // Package events holds Bub's agent events on both sides of the process
-// boundary: the in-process EventBus with seed 002's semantics, the
+// boundary: the in-process EventBus with Bub's semantics, the
 // lifecycle event types, their CloudEvents payloads and codec, and the
 // bridge that publishes them to JetStream.
 //

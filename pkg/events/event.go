@@ -16,7 +16,7 @@ type Event interface {
 	EventMeta() *Meta
 }
 
-// AgentEvent is the seed's name for [Event]: a handler registered with
+// AgentEvent is Bub's name for [Event]: a handler registered with
 // On[AgentEvent] receives every event dispatched on its [Bus].
 type AgentEvent = Event
 

@@ -9,7 +9,7 @@ import (
 	"github.com/bubbus/bub/pkg/tools"
 )
 
-// The seed's refund policy: a ToolCallStarted handler denies a call, which
+// The refund policy of Bub's events guide: a ToolCallStarted handler denies a call, which
 // stops the later handlers, and the emitter reads the decision back.
 func ExampleOn() {
 	var bus events.Bus
@@ -33,7 +33,7 @@ func ExampleOn() {
 	// Output: deny Refunds require approval.
 }
 
-// A custom tape event (the seed's OrderReviewed): the handler records it
+// A custom tape event (OrderReviewed, from Bub's events guide): the handler records it
 // on the session's tape through the event's TapeWriter.
 func ExampleTapeEvent() {
 	type OrderReviewed struct {

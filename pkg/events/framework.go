@@ -6,7 +6,7 @@ import (
 
 // The framework events (Bub's framework.events) and the events this
 // runtime adds: interceptor decisions, recorded tape events and turn
-// errors. The seed names the framework events but not their fields; the
+// errors. Bub names the framework events but not their fields; the
 // fields here are inferred: the session (in [Meta]), what the event is
 // about and its status. Framework events may be emitted outside a run, so
 // their Meta.State and Meta.RunID may be empty.
@@ -58,7 +58,8 @@ type PromptChanged struct {
 }
 
 // HookDecision records that a hook implementation changed or stopped a
-// call (DESIGN §4), or was skipped because it failed.
+// call (docs/hooks.md, "Decisions are events"), or was skipped because it
+// failed.
 type HookDecision struct {
 	Meta
 	// Plugin names the plugin that decided.

@@ -5,7 +5,8 @@ import (
 	"github.com/bubbus/bub/pkg/tools"
 )
 
-// The lifecycle events of an agent run, in seed 002's order. Each embeds
+// The lifecycle events of an agent run, in the order of docs/events/README.md
+// ("Inside a worker: the run's event bus"). Each embeds
 // [Meta] (turn state, run id, session id); the fields a handler may change
 // are said so. The agent emits them with [Emit] and reads the changed
 // fields back from the returned event.
@@ -49,7 +50,7 @@ type StepStarted struct {
 	// Step counts the run's steps from 1.
 	Step int
 	// Prompt is the step's prompt (Bub's loop.step.start records it). This
-	// field is inferred: the seed names only the step.
+	// field is inferred: Bub names only the step.
 	Prompt llm.Content
 }
 

@@ -11,9 +11,9 @@ import (
 	"github.com/bubbus/bub/pkg/tools"
 )
 
-// TestLifecycleActions mirrors seed 002's event table row by row: each
-// event carries the turn state, and each row proves the action the seed
-// allows on it.
+// TestLifecycleActions mirrors docs/events/README.md's event table row by
+// row: each event carries the turn state, and each row proves the action
+// the table allows on it.
 func TestLifecycleActions(t *testing.T) {
 	ctx := context.Background()
 	tests := []struct {
@@ -227,7 +227,7 @@ func TestLifecycleActions(t *testing.T) {
 	}
 }
 
-// orderReviewed is the seed's custom tape event.
+// orderReviewed is the custom tape event of Bub's events guide.
 type orderReviewed struct {
 	events.TapeMeta
 	OrderID string `json:"order_id"`

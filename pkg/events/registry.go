@@ -11,7 +11,8 @@ import (
 
 // Registry maps custom event types to CloudEvent types, so custom events
 // cross NATS with an explicit, versioned type like the built-in ones
-// (DESIGN §3: a type is never derived from a Go type name). A custom event
+// (a type is never derived from a Go type name; docs/events/README.md,
+// "Types"). A custom event
 // that is not registered stays in the process: every handler on the
 // [Bus] sees it, the [Bridge] does not publish it.
 //

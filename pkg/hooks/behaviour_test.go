@@ -12,8 +12,10 @@ import (
 	"github.com/bubbus/bub/pkg/tools"
 )
 
-// Behaviour checks of reference/bub-behaviour.md §12 that concern hook
-// dispatch, one test each, named after the check's number.
+// Behaviour checks of Python Bub that concern hook dispatch, one test
+// each, named after the check's number in the behaviour catalogue the port
+// was written against (not part of this repository; docs/hooks.md states
+// the rules).
 
 // Check 6. (Extra keyword arguments are moot in Go: inputs are structs.)
 func TestBehaviour06_ResolveSessionFirstResultSkipsLowerImpls(t *testing.T) {

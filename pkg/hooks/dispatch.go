@@ -578,7 +578,7 @@ func (r *Registry[S, C]) record(ctx context.Context, rec DecisionRecord, start t
 // ---------------------------------------------------------------------------
 // Startup hooks.
 
-// Startup is the method set of the startup hooks (the seed's sync-only
+// Startup is the method set of the startup hooks (Bub's sync-only
 // hooks): call them while a service or command starts, never per turn.
 type Startup[S, C any] struct {
 	r *Registry[S, C]

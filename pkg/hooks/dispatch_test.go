@@ -16,7 +16,7 @@ import (
 	"github.com/bubbus/bub/pkg/tools"
 )
 
-// One test per rule of seed 000's "how hooks are called".
+// One test per rule of docs/hooks.md's "How hooks are called".
 
 // Iteration order: the most recently registered plugin runs first, so the
 // builtin (registered first) runs last — except onboard_config.
@@ -67,7 +67,7 @@ func TestRuleCallFirstVersusCallMany(t *testing.T) {
 	equal(t, "calls", j.get(), []string{"first:quiet", "first:empty", "many:quiet", "many:empty", "many:low"})
 }
 
-// Startup-only: the seed's sync-only hooks are dispatched through
+// Startup-only: Bub's sync-only hooks are dispatched through
 // Registry.Startup (or, for the tape store and steering inbox, OpenScope),
 // never through the per-turn method set.
 func TestRuleStartupHooksHaveTheirOwnMethodSet(t *testing.T) {

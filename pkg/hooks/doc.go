@@ -1,6 +1,6 @@
 // Package hooks is Bub's plugin system: plugins, the hooks they implement,
 // the [Registry] that orders them and the dispatch rules of every hook
-// (seed 000, "hooks reference").
+// (docs/hooks.md is the reference).
 //
 // Start with [Registry] ([New], [Registry.Register], [Registry.Start]) and
 // the hook interfaces in hookspecs.go. A plugin is any Go value with a
@@ -20,7 +20,7 @@
 //   - firstresult (call_first): implementations run in priority order until
 //     one answers (ok=true). An answer stops the chain even when it is empty;
 //     "no opinion" (ok=false) moves on. The fallback when nobody answers, or
-//     when the selected answer is empty, is the seed's: resolve_session →
+//     when the selected answer is empty, is Bub's: resolve_session →
 //     the message's session id or "<channel>:<chat_id>"; build_prompt → the
 //     message content, without trying lower plugins; admit_message →
 //     process; continue_prompt → [ErrNoAnswer].
@@ -57,10 +57,10 @@
 //     run_model_stream picks the path; a request for the other shape is
 //     adapted (one text delta, or the concatenated text deltas).
 //
-// # Phases (the seed's "sync-only" hooks)
+// # Phases (Bub's "sync-only" hooks)
 //
 // Python Bub calls some hooks synchronously because they run outside the
-// event loop; Go has no such split, so the seed's sync-only hooks map to
+// event loop; Go has no such split, so Bub's sync-only hooks map to
 // phases instead:
 //
 //   - startup ([Registry.Startup]): register_cli_commands, onboard_config,
@@ -69,7 +69,7 @@
 //   - scope ([Registry.OpenScope]): provide_tape_store and
 //     provide_steering_inbox, resolved once per runtime scope and closed
 //     when it ends.
-//   - turn: everything else, including system_prompt, which the seed lists
+//   - turn: everything else, including system_prompt, which Bub lists
 //     as sync-only but Bub calls on every agent step with the step's prompt
 //     and state.
 //
@@ -77,6 +77,6 @@
 // implement the same interfaces; [Describer] marks them in reports and
 // [HookSelector] limits them to the hooks their service serves. The
 // conformance suite every plugin wrapper must pass is package hookstest.
-// For the turn pipeline that calls these hooks see the framework package;
+// For the turn pipeline that calls these hooks see package pipeline;
 // for the agent loop see package agent.
 package hooks

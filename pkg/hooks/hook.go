@@ -4,7 +4,7 @@ package hooks
 // the last token of a remote interceptor's subject (bub.hook.<service>.<hook>).
 type Hook string
 
-// The hooks of seed 000, plus continue_prompt and provide_steering_inbox.
+// The hooks, in the order of docs/hooks.md's table.
 const (
 	HookResolveSession        Hook = "resolve_session"
 	HookLoadState             Hook = "load_state"
@@ -34,7 +34,7 @@ const (
 // Kind says how a hook's implementations are called.
 type Kind string
 
-// The hook kinds of seed 000.
+// The hook kinds (docs/hooks.md, "How hooks are called").
 const (
 	// KindFirstResult hooks stop at the first implementation that answers.
 	KindFirstResult Kind = "firstresult"
@@ -51,7 +51,7 @@ const (
 // Phase says when a hook is called.
 type Phase string
 
-// The phases. See the package documentation for how the seed's sync-only
+// The phases. See the package documentation for how Bub's sync-only
 // hooks map to them.
 const (
 	// PhaseTurn hooks are called during turns (and agent steps).
@@ -83,8 +83,9 @@ type Spec struct {
 	Isolated bool
 }
 
-// Specs returns every hook in the order of seed 000's table, followed by
-// continue_prompt and provide_steering_inbox.
+// Specs returns every hook in the order of Bub's hook reference, followed
+// by continue_prompt and provide_steering_inbox; docs/hooks.md's table
+// lists them in this order (a test checks it).
 func Specs() []Spec {
 	const (
 		first     = KindFirstResult

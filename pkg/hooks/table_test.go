@@ -13,9 +13,9 @@ import (
 	"github.com/bubbus/bub/pkg/tools"
 )
 
-// TestSeedHookTable mirrors the hook table of seed 000 row by row (then
-// continue_prompt and provide_steering_inbox): each row checks the hook's
-// kind, phase, error isolation and its fallback or merge rule.
+// TestSeedHookTable mirrors the hook table of docs/hooks.md row by row:
+// each row checks the hook's kind, phase, error isolation and its fallback
+// or merge rule.
 func TestSeedHookTable(t *testing.T) {
 	const (
 		first     = hooks.KindFirstResult

@@ -13,7 +13,7 @@ import (
 )
 
 // Hooks is what the pipeline dispatches; *hooks.Registry implements it
-// with the seed's rules (fallbacks included).
+// with the rules of docs/hooks.md (fallbacks included).
 type Hooks interface {
 	ResolveSession(ctx context.Context, in hooks.ResolveSessionInput) (string, error)
 	LoadState(ctx context.Context, in hooks.LoadStateInput, state *bub.State) error
@@ -32,7 +32,7 @@ type Pipeline struct {
 	log       *slog.Logger
 }
 
-// New returns a framework dispatching to h. workspace seeds every turn
+// New returns a pipeline dispatching to h. workspace seeds every turn
 // state's _runtime_workspace.
 func New(h Hooks, workspace string, log *slog.Logger) *Pipeline {
 	if log == nil {

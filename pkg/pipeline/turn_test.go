@@ -19,7 +19,7 @@ var (
 )
 
 // TestProcessInboundStages runs one successful turn through one plugin
-// that implements every turn hook and checks the stage order (Bub §3) and
+// that implements every turn hook and checks the stage order (docs/ARCHITECTURE.md, step 6) and
 // what every stage receives.
 func TestProcessInboundStages(t *testing.T) {
 	j := &journal{}

@@ -140,7 +140,7 @@ func FuzzToken(f *testing.F) {
 	})
 }
 
-// TestNoNATSNameLiteralsOutsideThisPackage enforces DESIGN.md §2: every
+// TestNoNATSNameLiteralsOutsideThisPackage enforces that every
 // subject, stream and bucket name is built here.
 func TestNoNATSNameLiteralsOutsideThisPackage(t *testing.T) {
 	root := filepath.Join("..", "..")

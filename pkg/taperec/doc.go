@@ -1,4 +1,4 @@
-// Package taperec is seed 002's TapeRecorder as a pure function: it maps
+// Package taperec is Bub's TapeRecorder as a pure function: it maps
 // the payload of a lifecycle event to the tape entries Bub records for it
 // (RunStarted → loop.start, StepStarted → loop.step.start, StepFinished →
 // loop.step, ChatFinished → record_chat's entries, CommandFinished →

@@ -29,7 +29,7 @@ func describe(b Batch) string {
 }
 
 // TestMapMirrorsTheTapeRecorder pins what each recorded event leaves on
-// the tape (seed 002's TapeRecorder, in Bub's snapshot names).
+// the tape (Bub's TapeRecorder, in Bub's snapshot names).
 func TestMapMirrorsTheTapeRecorder(t *testing.T) {
 	answer := "hi"
 	ctxErr := &events.ErrorData{Kind: "not_found", Message: "No anchors found in tape."}

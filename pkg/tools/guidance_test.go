@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// bubModelNames is Bub's model-visible tool set (catalogue §8.3).
+// bubModelNames is Bub's model-visible tool set.
 var bubModelNames = []string{
 	"bash", "bash_output", "bash_kill", "fs_read", "fs_write", "fs_edit", "skill", "tape_info",
 	"tape_search", "tape_reset", "tape_handoff", "tape_anchors", "web_fetch", "subagent", "spill_read",

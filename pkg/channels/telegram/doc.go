@@ -1,4 +1,4 @@
-// Package telegram is Bub's Telegram channel (catalogue §9.6): a bot that
+// Package telegram is Bub's Telegram channel: a bot that
 // long-polls the Bot API over plain net/http and encoding/json, hands the
 // messages it accepts to the channel's [hooks.MessageHandler], and
 // delivers replies with sendMessage.

@@ -2,7 +2,7 @@
 // plugin wrappers, and a small kit for plugin authors. A wrapper is
 // anything that stands between the registry and a plugin (chiefly the
 // remote interceptor that serves a plugin over NATS); it must keep the
-// agent-loop hook semantics of seed 000.
+// agent-loop hook rules of docs/hooks.md.
 //
 // Start with [Run]. It builds its own plugins, hands each to the caller's
 // wrap function, registers the results — all as given, all wrapped, and

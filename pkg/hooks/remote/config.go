@@ -20,8 +20,8 @@ type Policy string
 
 // The failure policies.
 const (
-	// FailOpen, the default, is the seed's rule: the failure is logged and
-	// the interceptor skipped. Agent-loop hooks and on_error get an error
+	// FailOpen, the default, is Bub's rule for a failing hook: the failure
+	// is logged and the interceptor skipped. Agent-loop hooks and on_error get an error
 	// the registry logs and isolates; the other hooks get "no opinion",
 	// except for an error the interceptor itself returned, which follows
 	// the hook's rule exactly as a local plugin's error would.

@@ -22,8 +22,8 @@
 // malformed reply and a remote error are each detected, counted by outcome
 // ([Plugin.Stats]) and handled by the service's [Policy]:
 //
-//   - [FailOpen] (default, the seed's rule): the interceptor is skipped.
-//     For the agent-loop hooks and on_error the plugin returns the error
+//   - [FailOpen] (default, Bub's rule for a failing hook): the interceptor
+//     is skipped. For the agent-loop hooks and on_error the plugin returns the error
 //     and the registry logs and isolates it; for the other hooks the plugin
 //     logs it and answers "no opinion" — except an error the interceptor
 //     itself returned, which propagates like a local plugin's error.

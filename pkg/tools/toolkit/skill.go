@@ -8,7 +8,7 @@ import (
 	"github.com/bubbus/bub/pkg/tools"
 )
 
-// skillTools is the skill tool (Bub §8.3): a skill's location and body by
+// skillTools is the skill tool (Bub's): a skill's location and body by
 // name, or the list of the skills the turn may use.
 func skillTools(opts Options) []tools.Tool {
 	catalog := opts.Skills

@@ -45,7 +45,7 @@ func writeSkillFile(t *testing.T, dir, front, body string) {
 	}
 }
 
-// TestSkill covers the skill tool's answers (Bub §8.3), allowed_skills
+// TestSkill covers the skill tool's answers, allowed_skills
 // included.
 func TestSkill(t *testing.T) {
 	e := newSkillEnv(t)

@@ -9,7 +9,7 @@ import (
 	"github.com/bubbus/bub/pkg/tools"
 )
 
-// subagentTools is the subagent tool (Bub §8.5). It needs the registry to
+// subagentTools is the subagent tool (Bub's). It needs the registry to
 // resolve allowed tool names, so Register passes it through Options.
 func subagentTools(opts Options) []tools.Tool {
 	return []tools.Tool{withParams(tools.Tool{
