@@ -212,19 +212,27 @@ func TestObserveJetStream(t *testing.T) {
 
 func gauges(t *testing.T, reader *sdkmetric.ManualReader) map[string]int64 {
 	t.Helper()
+	out := map[string]int64{}
+	for _, m := range collect(t, reader) {
+		if g, ok := m.Data.(metricdata.Gauge[int64]); ok {
+			for _, dp := range g.DataPoints {
+				out[m.Name] += dp.Value
+			}
+		}
+	}
+	return out
+}
+
+// collect reads every metric of reader.
+func collect(t *testing.T, reader *sdkmetric.ManualReader) []metricdata.Metrics {
+	t.Helper()
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]int64{}
+	var out []metricdata.Metrics
 	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if g, ok := m.Data.(metricdata.Gauge[int64]); ok {
-				for _, dp := range g.DataPoints {
-					out[m.Name] += dp.Value
-				}
-			}
-		}
+		out = append(out, sm.Metrics...)
 	}
 	return out
 }
@@ -249,21 +257,15 @@ func TestObserveInterceptors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = stop() }()
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
 	got := map[string]int64{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if m.Name != MetricInterceptorCalls {
-				continue
-			}
-			for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
-				svc, _ := dp.Attributes.Value(AttrService)
-				out, _ := dp.Attributes.Value(AttrOutcome)
-				got[svc.AsString()+"/"+out.AsString()] = dp.Value
-			}
+	for _, m := range collect(t, reader) {
+		if m.Name != MetricInterceptorCalls {
+			continue
+		}
+		for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+			svc, _ := dp.Attributes.Value(AttrService)
+			out, _ := dp.Attributes.Value(AttrOutcome)
+			got[svc.AsString()+"/"+out.AsString()] = dp.Value
 		}
 	}
 	if len(got) != 2 || got["guard/ok"] != 3 || got["guard/timeout"] != 1 {
