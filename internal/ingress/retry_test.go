@@ -319,3 +319,34 @@ func TestWaitersOfOneIDAreIndependent(t *testing.T) {
 		t.Fatalf("first waiter got %v, %v", outs, err)
 	}
 }
+
+// A turn stopped by ,quit sends no reply: its first POST waits in vain,
+// and a retry learns at once, from the done marker, that none will come
+// (200 without outbounds).
+func TestRetryOfAQuitTurnSaysThereIsNoReply(t *testing.T) {
+	c := stacktest.Start(t, stacktest.Options{Script: fakellm.Script{Steps: []fakellm.Step{
+		{Text: "never sent", Delay: fakellm.Duration(time.Minute)},
+	}}})
+	in := startIngress(t, c)
+	body := `{"id":"quitme","content":"hello","session_id":"quit"}`
+	firsts := make(chan answer, 1)
+	go func() {
+		a, _ := postMessage(t.Context(), in.url, "?wait=30s", body) // ended by stop, so without an answer
+		firsts <- a
+	}()
+	if _, err := c.LLM.WaitRequests(t.Context(), 1); err != nil {
+		t.Fatal(err)
+	}
+	quit := mustPost(t, in.url, "?wait=30s", `{"id":"quitter","content":",quit","session_id":"quit"}`)
+	if quit.status != http.StatusOK || len(quit.Outbounds) != 1 {
+		t.Fatalf(",quit: %+v", quit)
+	}
+	retry := mustPost(t, in.url, "?wait=30s", body)
+	if retry.status != http.StatusOK || !retry.Duplicate || len(retry.Outbounds) != 0 {
+		t.Fatalf("retry of the stopped turn: %+v, want 200 duplicate without outbounds", retry)
+	}
+	in.stop() // ends the first POST, which no reply would end
+	if a := <-firsts; len(a.Outbounds) != 0 {
+		t.Fatalf("the stopped turn's first POST got %+v", a)
+	}
+}
