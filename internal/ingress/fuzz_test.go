@@ -11,6 +11,15 @@ import (
 	"github.com/bubbus/bub/pkg/events"
 )
 
+// eachHeader calls add with each "Key: value" line of lines.
+func eachHeader(lines string, add func(key, value string)) {
+	for line := range strings.SplitSeq(lines, "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) != "" {
+			add(strings.TrimSpace(k), strings.TrimSpace(v))
+		}
+	}
+}
+
 // FuzzDecodeRequest feeds arbitrary HTTP headers and bodies to the
 // request decoder: it never panics, every failure carries an error code,
 // and whatever it accepts has content (or media). The header argument is
@@ -28,11 +37,7 @@ func FuzzDecodeRequest(f *testing.F) {
 	f.Add("", []byte("\x00\xff{"))
 	f.Fuzz(func(t *testing.T, headers string, body []byte) {
 		h := http.Header{}
-		for line := range strings.SplitSeq(headers, "\n") {
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) != "" {
-				h.Add(strings.TrimSpace(k), strings.TrimSpace(v))
-			}
-		}
+		eachHeader(headers, h.Add)
 		env, code, err := DecodeRequest(h, body)
 		if err != nil {
 			if code == "" || env != nil {
@@ -73,11 +78,7 @@ func FuzzDecodeOutbound(f *testing.F) {
 	f.Add("", []byte("garbage"))
 	f.Fuzz(func(t *testing.T, headers string, body []byte) {
 		h := nats.Header{}
-		for line := range strings.SplitSeq(headers, "\n") {
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) != "" {
-				h.Add(strings.TrimSpace(k), strings.TrimSpace(v))
-			}
-		}
+		eachHeader(headers, h.Add)
 		m := &nats.Msg{Subject: "bub.outbound.http.s", Header: h, Data: body}
 		if _, err := decodeOutbound(m); err != nil {
 			return
