@@ -164,7 +164,9 @@ func TestRetryAfterTheAnswerReturnsTheOriginalReply(t *testing.T) {
 	if env := content(t, first.Outbounds[0]); env.Content != "the one answer" || env.InReplyTo != "r1" {
 		t.Fatalf("first reply %+v", env)
 	}
+	start := time.Now()
 	sameReply(t, "retry with ?wait", first, mustPost(t, in.url, "?wait=30s", body))
+	t.Logf("a retry after the answer took %v", time.Since(start))
 	sameReply(t, "retry without ?wait", first, mustPost(t, in.url, "", body))
 	onlyOneTurn(t, c, 1)
 }
