@@ -46,7 +46,9 @@
 // Decisions are sticky across redeliveries: a redelivered envelope that
 // finds its own run or wait key keeps that decision. A done marker written
 // before the acknowledgement makes a redelivered envelope whose turn
-// already finished a no-op.
+// already finished a no-op. The marker also says where the turn's replies
+// are stored (package replies), which is how ingress answers a retried
+// POST /v1/messages with the original reply.
 //
 // [Policy] is the builtin admission policy (BUB_ADMISSION=steer or
 // cli:steer,http:follow_up) registered as a plugin in the worker.

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/bubbus/bub/internal/replies"
 	"github.com/bubbus/bub/internal/worker"
 	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/events"
@@ -117,6 +118,7 @@ func (g *Gate) Steering() *Steering { return g.steer }
 func (g *Gate) Process(ctx context.Context, in worker.Inbound) error {
 	env := in.Envelope
 	log := g.log.With("envelope", env.ID, "delivery", in.Delivery)
+	ctx = replies.Collect(ctx) // the replies the done marker points to
 	if in.Delivery > 1 {
 		done, err := g.reg.Done(ctx, env.ID)
 		if err != nil {
@@ -352,10 +354,11 @@ func (g *Gate) run(ctx context.Context, in worker.Inbound, session string, wait 
 	return g.finish(cctx, env.ID, err)
 }
 
-// finish writes the done marker of an envelope about to be acknowledged
-// and passes err through.
+// finish writes the done marker of an envelope about to be acknowledged,
+// with the replies the turn sent (recorded in ctx), and passes err
+// through.
 func (g *Gate) finish(ctx context.Context, envelopeID string, err error) error {
-	if merr := g.reg.MarkDone(ctx, envelopeID); merr != nil {
+	if merr := g.reg.MarkDone(ctx, envelopeID, replies.Recorded(ctx)); merr != nil {
 		g.log.Warn("admission.done_marker_failed", "envelope", envelopeID, "err", merr)
 	}
 	return err

@@ -80,7 +80,7 @@ func TestMirrorSnapshotSeesAnotherWorkersWriteAtOnce(t *testing.T) {
 // nothing behind in the mirror.
 func TestMirrorKeepsOnlyLiveSessions(t *testing.T) {
 	a, b := twoRegistries(t)
-	if err := a.MarkDone(t.Context(), "env1"); err != nil {
+	if err := a.MarkDone(t.Context(), "env1", nil); err != nil {
 		t.Fatal(err)
 	}
 	l, err := a.hold(t.Context(), a.names.TurnWaitKey("s", 7), entry{Envelope: "e", Seq: 7})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/bubbus/bub/internal/replies"
 	"github.com/bubbus/bub/pkg/subjects"
 )
 
@@ -307,9 +308,13 @@ func (r *Registry) Done(ctx context.Context, envelope string) (bool, error) {
 }
 
 // MarkDone records that the turn of envelope finished (before its inbound
-// message is acknowledged).
-func (r *Registry) MarkDone(ctx context.Context, envelope string) error {
-	_, err := r.js.Publish(ctx, r.names.KVKeySubject(r.bucket, r.names.DoneKey(envelope)), []byte(time.Now().UTC().Format(time.RFC3339Nano)), jetstream.WithMsgTTL(r.doneTTL))
+// message is acknowledged) and where the replies it sent are stored.
+func (r *Registry) MarkDone(ctx context.Context, envelope string, sent []replies.Ref) error {
+	value, err := replies.Done{At: time.Now().UTC(), Replies: sent}.Encode()
+	if err != nil {
+		return err
+	}
+	_, err = r.js.Publish(ctx, r.names.KVKeySubject(r.bucket, r.names.DoneKey(envelope)), value, jetstream.WithMsgTTL(r.doneTTL))
 	return err
 }
 

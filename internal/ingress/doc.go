@@ -6,4 +6,22 @@
 // CLI alike) and [Server] (the HTTP API: POST /v1/messages, healthz,
 // readyz). Looking for how the worker consumes what ingress publishes? See
 // internal/worker.
+//
+// A POST whose envelope id the inbound stream already took (its
+// duplicate window, 2m by default) is a retry: nothing new is published,
+// and [Gateway.Answer] returns the original reply. When the turn finished,
+// the worker's done marker in the turn registry (bub_turns, key
+// done.<id>, package replies) names the stream sequences of the outbound
+// envelopes it sent, and the retry gets 200 with exactly those, as a
+// first ?wait POST did (a failed turn's error envelope is its reply; a
+// turn stopped by ,quit has none). Until the marker exists (the turn
+// runs, or waits to run) a retry with ?wait watches for it up to its wait
+// and then answers 202 pending, like a first POST; without ?wait it gets
+// 202 at once. Nothing of this is kept in the ingress, so any instance
+// answers, and a restarted one too. A message that never gets a reply of
+// its own (steered into a running turn, or dead-lettered) leaves a retry
+// waiting as it left the first POST. A stored reply gone before its
+// marker (outbound retention shorter than the marker's hour) is 410
+// reply_gone; a NATS failure while reading them is 503
+// answer_unavailable.
 package ingress

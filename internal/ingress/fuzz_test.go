@@ -4,7 +4,21 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/bubbus/bub/pkg/envelope"
+	"github.com/bubbus/bub/pkg/events"
 )
+
+// eachHeader calls add with each "Key: value" line of lines.
+func eachHeader(lines string, add func(key, value string)) {
+	for line := range strings.SplitSeq(lines, "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) != "" {
+			add(strings.TrimSpace(k), strings.TrimSpace(v))
+		}
+	}
+}
 
 // FuzzDecodeRequest feeds arbitrary HTTP headers and bodies to the
 // request decoder: it never panics, every failure carries an error code,
@@ -23,11 +37,7 @@ func FuzzDecodeRequest(f *testing.F) {
 	f.Add("", []byte("\x00\xff{"))
 	f.Fuzz(func(t *testing.T, headers string, body []byte) {
 		h := http.Header{}
-		for line := range strings.SplitSeq(headers, "\n") {
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) != "" {
-				h.Add(strings.TrimSpace(k), strings.TrimSpace(v))
-			}
-		}
+		eachHeader(headers, h.Add)
 		env, code, err := DecodeRequest(h, body)
 		if err != nil {
 			if code == "" || env != nil {
@@ -37,6 +47,45 @@ func FuzzDecodeRequest(f *testing.F) {
 		}
 		if env == nil || env.Content == "" && len(env.Media) == 0 {
 			t.Fatalf("accepted an envelope without content: %+v", env)
+		}
+	})
+}
+
+// FuzzDecodeOutbound feeds arbitrary NATS headers and bodies to the
+// outbound decoder (live replies and the stored replies a retry returns):
+// it never panics and accepts only outbound-envelope CloudEvents. The
+// header argument is "Key: value" lines.
+func FuzzDecodeOutbound(f *testing.F) {
+	ev, err := events.New(events.TypeEnvelopeOutbound, events.Attrs{ID: "e1/0", Source: "/bub/worker/w", SessionID: "s"},
+		&envelope.Envelope{ID: "e1/0", Content: "reply", InReplyTo: "e1", BatchSize: 1})
+	if err != nil {
+		f.Fatal(err)
+	}
+	msg, err := events.ToMsg("bub.outbound.http.s", ev)
+	if err != nil {
+		f.Fatal(err)
+	}
+	var binary []string
+	for k, vs := range msg.Header {
+		for _, v := range vs {
+			binary = append(binary, k+": "+v)
+		}
+	}
+	f.Add(strings.Join(binary, "\n"), msg.Data)
+	f.Add("Content-Type: application/cloudevents+json", []byte(`{"specversion":"1.0","id":"1","source":"/w","type":"dev.bub.envelope.outbound.v1","data":{"id":"x/0","content":"hi","in_reply_to":"x"}}`))
+	f.Add("Content-Type: application/cloudevents+json", []byte(`{"specversion":"1.0","id":"1","source":"/w","type":"dev.bub.envelope.inbound.v1","data":{"content":"hi"}}`))
+	f.Add("Content-Type: application/cloudevents+json", []byte(`{"specversion":"1.0","id":"1","source":"/w","type":"dev.bub.envelope.outbound.v1","data":"not an object"}`))
+	f.Add("", []byte("garbage"))
+	f.Fuzz(func(t *testing.T, headers string, body []byte) {
+		h := nats.Header{}
+		eachHeader(headers, h.Add)
+		m := &nats.Msg{Subject: "bub.outbound.http.s", Header: h, Data: body}
+		if _, err := decodeOutbound(m); err != nil {
+			return
+		}
+		ev, err := events.FromMsg(m)
+		if err != nil || ev.Type() != events.TypeEnvelopeOutbound {
+			t.Fatalf("accepted a message that is not an outbound envelope event: %v %v", ev, err)
 		}
 	})
 }

@@ -41,7 +41,7 @@ type Gateway struct {
 	sub *nats.Subscription
 
 	mu      sync.Mutex
-	waiters map[string]*waiter // by inbound envelope id
+	waiters map[string]map[*waiter]struct{} // by inbound envelope id (a retry may wait beside the first POST)
 }
 
 type waiter struct {
@@ -57,7 +57,7 @@ func NewGateway(nc *nats.Conn, js jetstream.JetStream, names subjects.Names, sou
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	g := &Gateway{Publisher: NewPublisher(js, names, source), nc: nc, log: log, waiters: map[string]*waiter{}}
+	g := &Gateway{Publisher: NewPublisher(js, names, source), nc: nc, log: log, waiters: map[string]map[*waiter]struct{}{}}
 	sub, err := nc.Subscribe(names.OutboundAll(), g.onOutbound)
 	if err != nil {
 		return nil, fmt.Errorf("subscribing to outbound: %w", err)
@@ -129,12 +129,18 @@ func SessionHint(env *envelope.Envelope) string {
 func (g *Gateway) Expect(id string) func(ctx context.Context) ([]envelope.Envelope, error) {
 	w := &waiter{size: -1, got: map[string]envelope.Envelope{}, byIx: map[int]string{}, done: make(chan struct{})}
 	g.mu.Lock()
-	g.waiters[id] = w
+	if g.waiters[id] == nil {
+		g.waiters[id] = map[*waiter]struct{}{}
+	}
+	g.waiters[id][w] = struct{}{}
 	g.mu.Unlock()
 	return func(ctx context.Context) ([]envelope.Envelope, error) {
 		defer func() {
 			g.mu.Lock()
-			delete(g.waiters, id)
+			delete(g.waiters[id], w)
+			if len(g.waiters[id]) == 0 {
+				delete(g.waiters, id)
+			}
 			g.mu.Unlock()
 		}()
 		select {
@@ -156,28 +162,45 @@ func (g *Gateway) partial(w *waiter) []envelope.Envelope {
 	return out
 }
 
-func (g *Gateway) onOutbound(msg *nats.Msg) {
+// decodeOutbound returns the envelope an outbound CloudEvent carries.
+func decodeOutbound(msg *nats.Msg) (envelope.Envelope, error) {
+	var env envelope.Envelope
 	ev, err := events.FromMsg(msg)
 	if err != nil {
-		g.log.Warn("ingress.outbound_undecodable", "subject", msg.Subject, "err", err)
-		return
+		return env, err
 	}
-	var env envelope.Envelope
-	if err := events.DecodeData(ev, &env); err != nil {
+	if ev.Type() != events.TypeEnvelopeOutbound {
+		return env, fmt.Errorf("event type %q is not %s", ev.Type(), events.TypeEnvelopeOutbound)
+	}
+	err = events.DecodeData(ev, &env)
+	return env, err
+}
+
+func (g *Gateway) onOutbound(msg *nats.Msg) {
+	env, err := decodeOutbound(msg)
+	if err != nil {
 		g.log.Warn("ingress.outbound_undecodable", "subject", msg.Subject, "err", err)
 		return
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	w, ok := g.waiters[env.InReplyTo]
-	if !ok {
-		return
+	taken := false
+	for w := range g.waiters[env.InReplyTo] {
+		taken = w.add(env) || taken
 	}
+	if taken {
+		_, span := telemetry.StartReceive(context.Background(), msg.Header, msg.Subject, env.ID)
+		span.End()
+	}
+}
+
+// add takes env unless the waiter has it already, closes done once the
+// batch is complete (under the gateway's lock) and reports whether it took
+// env.
+func (w *waiter) add(env envelope.Envelope) bool {
 	if _, dup := w.got[env.ID]; dup {
-		return
+		return false
 	}
-	_, span := telemetry.StartReceive(context.Background(), msg.Header, msg.Subject, env.ID)
-	span.End()
 	w.got[env.ID] = env
 	w.byIx[env.BatchIndex] = env.ID
 	w.size = max(env.BatchSize, 1)
@@ -188,4 +211,5 @@ func (g *Gateway) onOutbound(msg *nats.Msg) {
 			close(w.done)
 		}
 	}
+	return true
 }

@@ -222,6 +222,13 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "publish_failed", err.Error())
 		return
 	}
+	if rc.Duplicate {
+		if await != nil {
+			_, _ = await(canceled()) // a retry's replies come from the done marker
+		}
+		s.answerRetry(w, r, rc, wait)
+		return
+	}
 	if await == nil {
 		writeJSON(w, http.StatusAccepted, reply{Receipt: rc})
 		return

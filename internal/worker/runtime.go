@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/bubbus/bub/internal/replies"
 	"github.com/bubbus/bub/internal/telemetry"
 	"github.com/bubbus/bub/pkg/agent"
 	"github.com/bubbus/bub/pkg/bub"
@@ -279,7 +280,8 @@ func (rt *Runtime) onDecision(ctx context.Context, rec hooks.DecisionRecord) {
 
 // Send implements builtin.Outbox: it waits until the turn's events are
 // acknowledged, then publishes the outbound envelope (deduplicated by its
-// deterministic id).
+// deterministic id) and records where it is stored (replies.Record, for
+// the turn's done marker).
 func (rt *Runtime) Send(ctx context.Context, env *envelope.Envelope) error {
 	if holdFailureReply(ctx, env) {
 		return nil // sent by Process once the turn's outcome is known
@@ -304,9 +306,11 @@ func (rt *Runtime) Send(ctx context.Context, env *envelope.Envelope) error {
 	if err != nil {
 		return err
 	}
-	if _, err := rt.o.JS.PublishMsg(ctx, msg); err != nil {
+	ack, err := rt.o.JS.PublishMsg(ctx, msg)
+	if err != nil {
 		return fmt.Errorf("%w: publishing outbound %s: %w", ErrRetry, env.ID, err)
 	}
+	replies.Record(ctx, replies.Ref{Stream: ack.Stream, Seq: ack.Sequence})
 	return nil
 }
 

@@ -284,7 +284,8 @@ func (n Names) SteerQueuedKey(session string, seq uint64) string {
 func (n Names) SteerQueuedKeys(session string) string { return Token(session) + ".queued.*" }
 
 // DoneKey is the turn-registry key marking an inbound envelope whose turn
-// finished and was acknowledged, so a redelivery never runs it again.
+// finished and was acknowledged, so a redelivery never runs it again; its
+// value says where the turn's replies are stored.
 func (n Names) DoneKey(envelope string) string { return "done." + Token(envelope) }
 
 // KVKeySubject is the subject JetStream stores a KV key of bucket under
