@@ -192,10 +192,18 @@ func TestConsoleInBrowser(t *testing.T) {
 	screenshot(t, ctx, "console-search.png")
 }
 
-// screenshot keeps a full-page screenshot as the artifact name.
+// screenshot keeps a screenshot of the whole page as the artifact name:
+// the viewport grows to the page's height (a capture beyond the viewport
+// would lay the page out again and lose the scroll positions of its
+// panels).
 func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	h, err := chromedp.Run(ctx, chromedp.Evaluate[int64](`document.documentElement.scrollHeight`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	do(t, ctx, "size the viewport", chromedp.EmulateViewport(1600, h))
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	if err != nil {
 		t.Fatal(err)
 	}
