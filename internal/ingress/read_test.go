@@ -2,8 +2,6 @@ package ingress_test
 
 import (
 	"context"
-	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -14,24 +12,7 @@ import (
 
 func get(t *testing.T, url string, header http.Header) (int, map[string]any) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range header {
-		req.Header[k] = v
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var out map[string]any
-	if err := json.Unmarshal(raw, &out); err != nil {
-		t.Fatalf("GET %s: response %d is not JSON: %q", url, resp.StatusCode, raw)
-	}
-	return resp.StatusCode, out
+	return call(t, http.MethodGet, url, header, nil)
 }
 
 // withTape provisions the tape store and writes session s1: an anchor,

@@ -7,14 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bubbus/bub/internal/cli"
-	"github.com/bubbus/bub/internal/ingress"
 	"github.com/bubbus/bub/internal/natstest"
-	"github.com/bubbus/bub/internal/natsx"
 	"github.com/bubbus/bub/internal/stack"
+	"github.com/bubbus/bub/internal/stacktest"
 	"github.com/bubbus/bub/internal/status"
 	"github.com/bubbus/bub/pkg/envelope"
-	"github.com/bubbus/bub/pkg/events"
 	"github.com/bubbus/bub/pkg/hooks"
 	"github.com/bubbus/bub/pkg/hooks/interceptor"
 	"github.com/bubbus/bub/pkg/subjects"
@@ -28,59 +25,24 @@ func (auditPlugin) BeforeToolCall(context.Context, hooks.BeforeToolCallInput) (*
 	return nil, nil
 }
 
-// TestStatus runs two workers and the recorder, answers three messages,
+// TestStatus runs a worker and the recorder, answers three messages,
 // serves an interceptor, and checks what Collect reports (what `bub
 // status` prints) and the hook report a worker answers.
 func TestStatus(t *testing.T) {
-	srv := natstest.Start(t)
-	common := &cli.Common{Home: t.TempDir(), Prefix: "bub", LogLevel: "info", LogFormat: "text", NATS: natsx.ClientConfig{URL: srv.URL}}
-	if err := common.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	cl, err := stack.Open(common, false, "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo := natsx.Topology{MemoryStorage: true}
-	running, err := stack.StartServices(t.Context(), cl, stack.Services{
-		Workers:  2,
-		Worker:   stack.WorkerOptions{Topology: topo, Instance: "st", Workspace: t.TempDir()},
-		Recorder: &stack.RecorderOptions{Topology: topo, Instance: "st"},
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = running.Stop() })
-	conn, err := cl.Connect(t.Context(), "status-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(conn.Close)
-	svc, err := interceptor.Serve(t.Context(), srv.Conn(t), conn.Names, auditPlugin{})
+	c := stacktest.Start(t, stacktest.Options{Instance: "st"})
+	conn := c.Conn
+	svc, err := interceptor.Serve(t.Context(), c.NATS.Conn(t), conn.Names, auditPlugin{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = svc.Stop(context.Background()) })
-
-	gw, err := ingress.NewGateway(conn.NC, conn.JS, conn.Names, events.Source("test", "1"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gw.Close()
 	for _, s := range []string{"a", "b", "c"} {
 		env := &envelope.Envelope{ID: "st-" + s, Content: "hi " + s, Channel: "test", SessionID: "status:" + s}
-		await := gw.Expect(env.ID)
-		if _, err := gw.Publish(t.Context(), env); err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-		outs, err := await(ctx)
-		cancel()
-		if err != nil || len(outs) != 1 {
-			t.Fatalf("reply to %s: %v %v", env.ID, outs, err)
+		if outs := c.Turn(t, env); len(outs) != 1 {
+			t.Fatalf("reply to %s: %v", env.ID, outs)
 		}
 	}
-	wctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	wctx, cancel := context.WithTimeout(t.Context(), stacktest.Wait)
 	defer cancel()
 	if err := stack.WaitRecorded(wctx, conn); err != nil {
 		t.Fatal(err)
