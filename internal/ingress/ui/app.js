@@ -295,7 +295,14 @@ function ago(t) {
   return s < 60 ? `${s}s ago` : s < 3600 ? `${Math.round(s / 60)}m ago` : `${Math.round(s / 3600)}h ago`;
 }
 
-const loadStatus = guarded(async () => {
+// loadStatus reads the status once at a time (every finished run asks).
+let statusLoading = null;
+function loadStatus() {
+  statusLoading ??= readStatus().finally(() => { statusLoading = null; });
+  return statusLoading;
+}
+
+const readStatus = guarded(async () => {
   const st = await api("/v1/status?recent=500");
   const box = $("#status");
   const rec = st.recorder;
