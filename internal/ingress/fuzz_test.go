@@ -2,6 +2,7 @@ package ingress
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -86,6 +87,53 @@ func FuzzDecodeOutbound(f *testing.F) {
 		ev, err := events.FromMsg(m)
 		if err != nil || ev.Type() != events.TypeEnvelopeOutbound {
 			t.Fatalf("accepted a message that is not an outbound envelope event: %v %v", ev, err)
+		}
+	})
+}
+
+// FuzzParseTapePage feeds arbitrary query strings to the tape page
+// decoder: it never panics, what it accepts is within bounds, and a
+// rejection names the parameter.
+func FuzzParseTapePage(f *testing.F) {
+	for _, q := range []string{"", "offset=0&limit=50", "limit=500", "limit=501", "offset=-1", "offset=1e3", "q=needle&offset=3",
+		"offset=99999999999999999999", "limit=%zz", "q=" + strings.Repeat("x", 300), "offset=&limit="} {
+		f.Add(q)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		v, err := url.ParseQuery(raw)
+		if err != nil {
+			return
+		}
+		p, err := ParseTapePage(v)
+		if err != nil {
+			if p != (TapePage{}) || !strings.Contains(err.Error(), "offset") && !strings.Contains(err.Error(), "limit") && !strings.Contains(err.Error(), "q is") {
+				t.Fatalf("rejection %v with page %+v", err, p)
+			}
+			return
+		}
+		if p.Offset < 0 || p.Limit < 1 || p.Limit > maxTapeLimit || len(p.Query) > maxTapeQuery || p.Tail != (v.Get("offset") == "") {
+			t.Fatalf("accepted an out-of-bounds page %+v from %q", p, raw)
+		}
+	})
+}
+
+// FuzzParseRecent: the ?recent= decoder of GET /v1/status never panics
+// and accepts only 0–100000.
+func FuzzParseRecent(f *testing.F) {
+	for _, q := range []string{"", "recent=0", "recent=100000", "recent=100001", "recent=-1", "recent=x", "recent=0x10"} {
+		f.Add(q)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		v, err := url.ParseQuery(raw)
+		if err != nil {
+			return
+		}
+		n, err := ParseRecent(v)
+		if err == nil && (n < 0 || n > maxRecent) {
+			t.Fatalf("accepted recent=%d from %q", n, raw)
+		}
+		if err != nil && !strings.Contains(err.Error(), "recent") {
+			t.Fatalf("rejection %v does not name the parameter", err)
 		}
 	})
 }

@@ -88,6 +88,7 @@ type Server struct {
 	gw    *Gateway
 	ready Ready
 	log   *slog.Logger
+	tapes tapes
 }
 
 // NewServer returns the HTTP API over gw.
@@ -106,6 +107,12 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("POST /v1/messages", telemetry.HTTPHandler("POST /v1/messages", s.auth(s.postMessage)))
 	mux.HandleFunc("GET /v1/sessions/{session}/events", s.auth(s.streamSession))
+	mux.HandleFunc("GET /v1/sessions", s.auth(s.listSessions))
+	mux.HandleFunc("GET /v1/sessions/{session}/tape", s.auth(s.readTape))
+	mux.HandleFunc("GET /v1/status", s.auth(s.readStatus))
+	mux.HandleFunc("GET /v1/hooks", s.auth(s.readHooks))
+	mux.Handle("GET /ui/", consoleHandler())
+	mux.Handle("GET /ui", http.RedirectHandler("/ui/", http.StatusMovedPermanently))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})

@@ -66,7 +66,13 @@ func (f *fixture) inboundCount(t *testing.T) uint64 {
 
 func post(t *testing.T, url string, header http.Header, body string) (int, map[string]any) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	return call(t, http.MethodPost, url, header, strings.NewReader(body))
+}
+
+// call sends a request and decodes its JSON response.
+func call(t *testing.T, method, url string, header http.Header, body io.Reader) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +87,7 @@ func post(t *testing.T, url string, header http.Header, body string) (int, map[s
 	raw, _ := io.ReadAll(resp.Body)
 	var out map[string]any
 	if err := json.Unmarshal(raw, &out); err != nil {
-		t.Fatalf("response %d is not JSON: %q", resp.StatusCode, raw)
+		t.Fatalf("%s %s: response %d is not JSON: %q", method, url, resp.StatusCode, raw)
 	}
 	return resp.StatusCode, out
 }

@@ -148,6 +148,11 @@ func RunWorker(ctx context.Context, conn *Conn, o WorkerOptions, log *slog.Logge
 		return errors.Join(err, rt.Close(ctx))
 	}
 	defer stopWatch()
+	stopHooks, err := rt.ServeHooks()
+	if err != nil {
+		return errors.Join(err, rt.Close(ctx))
+	}
+	defer func() { _ = stopHooks() }()
 	defer observeWorker(conn, o.Plugins, log)()
 	if o.OnStarted != nil {
 		o.OnStarted()

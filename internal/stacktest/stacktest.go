@@ -14,6 +14,7 @@ import (
 	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/events"
 	"github.com/bubbus/bub/pkg/hooks"
+	"github.com/bubbus/bub/pkg/hooks/remote"
 	"github.com/bubbus/bub/pkg/llm"
 	"github.com/bubbus/bub/pkg/tape"
 )
@@ -27,6 +28,9 @@ type Options struct {
 	Script fakellm.Script
 	// Plugins are the workers' local plugins (after the builtin one).
 	Plugins []hooks.Plugin
+	// Interceptors are the workers' remote interceptor services (after
+	// Plugins).
+	Interceptors []remote.Config
 	// Instance names the services (default "t"): workers are
 	// "<instance>-w0", …
 	Instance string
@@ -65,7 +69,7 @@ func Start(t testing.TB, o Options) *Cluster {
 	topo := natsx.Topology{MemoryStorage: true}
 	running, err := stack.StartServices(t.Context(), cl, stack.Services{
 		Workers: 1,
-		Worker: stack.WorkerOptions{Topology: topo, Instance: o.Instance, Workspace: t.TempDir(), Plugins: o.Plugins,
+		Worker: stack.WorkerOptions{Topology: topo, Instance: o.Instance, Workspace: t.TempDir(), Plugins: o.Plugins, Interceptors: o.Interceptors,
 			Models: llm.Config{Model: "openai:fake", APIBase: base, APIKey: "x"}},
 		Recorder: &stack.RecorderOptions{Topology: topo, Instance: o.Instance},
 	}, nil)

@@ -144,6 +144,16 @@ func (n Names) WorkerShells(instance string) string {
 // WorkerShellsAll matches the shell subject of every worker instance.
 func (n Names) WorkerShellsAll() string { return n.subj("worker", "*", "shell") }
 
+// WorkerHooks is the request/reply subject on which a worker answers with
+// its hook report (every hook's implementations in run order, what
+// `bub hooks` prints): bub.worker.hooks. Workers subscribe in the queue
+// group [Names.HookReporters], so one of them answers each request.
+func (n Names) WorkerHooks() string { return n.subj("worker", "hooks") }
+
+// HookReporters is the queue group of the workers answering
+// [Names.WorkerHooks].
+func (n Names) HookReporters() string { return n.prefix + "-hook-reporters" }
+
 // DLQ is the dead-letter subject for reason: bub.dlq.<reason>.
 func (n Names) DLQ(reason string) string { return n.subj("dlq", Token(reason)) }
 

@@ -2,10 +2,15 @@ package remote_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
 
 	"github.com/bubbus/bub/pkg/hooks"
 	"github.com/bubbus/bub/pkg/hooks/interceptor"
@@ -115,5 +120,54 @@ func TestRegisteredBeforeStart(t *testing.T) {
 	}
 	if err := reg.Start(t.Context()); err == nil || !strings.Contains(err.Error(), "registered before it was started") {
 		t.Errorf("Start: %v, want a registered-before-started error", err)
+	}
+}
+
+// TestDiscover: with no service running Discover answers at once with no
+// replies; it collects one reply per instance of every service, or of the
+// one service named; a subject nobody answers in time is an error.
+func TestDiscover(t *testing.T) {
+	e := newEnv(t)
+	start := time.Now()
+	replies, err := remote.Discover(t.Context(), e.clientNC, micro.InfoVerb, "", 5*time.Second, 50*time.Millisecond)
+	if err != nil || len(replies) != 0 || time.Since(start) > 2*time.Second {
+		t.Fatalf("no services: %d replies, %v after %s; want none at once", len(replies), err, time.Since(start))
+	}
+	e.serve(t, "allow", allow{})
+	e.serve(t, "allow", allow{})
+	e.serve(t, "other", allow{})
+	names := func(verb micro.Verb, service string) []string {
+		replies, err := remote.Discover(t.Context(), e.clientNC, verb, service, 5*time.Second, 200*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, r := range replies {
+			var info micro.Info
+			if err := json.Unmarshal(r, &info); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, info.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got := names(micro.InfoVerb, ""); !slices.Equal(got, []string{"allow", "allow", "other"}) {
+		t.Errorf("every service: %v", got)
+	}
+	if got := names(micro.StatsVerb, "other"); !slices.Equal(got, []string{"other"}) {
+		t.Errorf("service other: %v", got)
+	}
+	// A responder that never answers: the first reply does not come.
+	sub, err := e.serverNC.Subscribe("$SRV.PING.silent", func(*nats.Msg) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	if err := e.serverNC.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := remote.Discover(t.Context(), e.clientNC, micro.PingVerb, "silent", 100*time.Millisecond, time.Second); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("silent service: %v, want a deadline error", err)
 	}
 }

@@ -158,45 +158,20 @@ func (p *Plugin) Start(ctx context.Context) error {
 	return nil
 }
 
-// discover sends one INFO request to every instance of the service and
-// collects the replies: the first within the timeout, further ones within
-// discoveryWindow of it.
+// discover asks every instance of the service for its info ([Discover])
+// and returns how many answered and the union of the hooks they serve.
 func (p *Plugin) discover(ctx context.Context) (found []hooks.Hook, instances int, err error) {
-	subj, err := micro.ControlSubject(micro.InfoVerb, p.cfg.Service, "")
+	replies, err := Discover(ctx, p.nc, micro.InfoVerb, p.cfg.Service, p.cfg.Timeout, discoveryWindow)
 	if err != nil {
 		return nil, 0, err
 	}
-	inbox := p.nc.NewInbox()
-	sub, err := p.nc.SubscribeSync(inbox)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer func() { _ = sub.Unsubscribe() }()
-	if err := p.nc.PublishRequest(subj, inbox, nil); err != nil {
-		return nil, 0, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
-	defer cancel()
 	seen := map[hooks.Hook]bool{}
-	for {
-		msg, err := sub.NextMsgWithContext(ctx)
-		switch {
-		case errors.Is(err, nats.ErrNoResponders):
-			return nil, 0, nil
-		case err != nil && instances > 0 && errors.Is(err, context.DeadlineExceeded):
-			return found, instances, nil
-		case err != nil:
-			return nil, 0, err
-		}
+	for _, raw := range replies {
 		var info micro.Info
-		if err := json.Unmarshal(msg.Data, &info); err != nil || info.Name != p.cfg.Service {
+		if err := json.Unmarshal(raw, &info); err != nil || info.Name != p.cfg.Service {
 			continue
 		}
-		if instances++; instances == 1 {
-			var wcancel context.CancelFunc
-			ctx, wcancel = context.WithTimeout(ctx, discoveryWindow)
-			defer wcancel()
-		}
+		instances++
 		for _, ep := range info.Endpoints {
 			for _, h := range served {
 				if ep.Subject == p.subject[h] && !seen[h] {
@@ -206,6 +181,7 @@ func (p *Plugin) discover(ctx context.Context) (found []hooks.Hook, instances in
 			}
 		}
 	}
+	return found, instances, nil
 }
 
 // ServesHook reports whether the service serves h: one of [Config.Hooks]

@@ -1,0 +1,11 @@
+// Package status reads the state of a Bub deployment as NATS sees it: the
+// streams and consumers, the workers, the interceptor services with their
+// NATS micro statistics, the recorder's lag and the dead letters
+// ([Collect]); and the hook report of a running worker ([AskHooks], which
+// a worker answers with [ServeHooks]).
+//
+// Both `bub status` (internal/bubcmd, which renders a [Status] as tables)
+// and the ingress's JSON read API and web console (internal/ingress) use
+// it, so the two always show the same figures. Looking for how interceptor
+// services are discovered? See [remote.Discover] in pkg/hooks/remote.
+package status

@@ -1,0 +1,119 @@
+package status_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bubbus/bub/internal/natstest"
+	"github.com/bubbus/bub/internal/stack"
+	"github.com/bubbus/bub/internal/stacktest"
+	"github.com/bubbus/bub/internal/status"
+	"github.com/bubbus/bub/pkg/envelope"
+	"github.com/bubbus/bub/pkg/hooks"
+	"github.com/bubbus/bub/pkg/hooks/interceptor"
+	"github.com/bubbus/bub/pkg/subjects"
+	"github.com/bubbus/bub/pkg/tools"
+)
+
+type auditPlugin struct{}
+
+func (auditPlugin) Name() string { return "audit" }
+func (auditPlugin) BeforeToolCall(context.Context, hooks.BeforeToolCallInput) (*tools.Decision, error) {
+	return nil, nil
+}
+
+// TestStatus runs a worker and the recorder, answers three messages,
+// serves an interceptor, and checks what Collect reports (what `bub
+// status` prints) and the hook report a worker answers.
+func TestStatus(t *testing.T) {
+	c := stacktest.Start(t, stacktest.Options{Instance: "st"})
+	conn := c.Conn
+	svc, err := interceptor.Serve(t.Context(), c.NATS.Conn(t), conn.Names, auditPlugin{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop(context.Background()) })
+	for _, s := range []string{"a", "b", "c"} {
+		env := &envelope.Envelope{ID: "st-" + s, Content: "hi " + s, Channel: "test", SessionID: "status:" + s}
+		if outs := c.Turn(t, env); len(outs) != 1 {
+			t.Fatalf("reply to %s: %v", env.ID, outs)
+		}
+	}
+	wctx, cancel := context.WithTimeout(t.Context(), stacktest.Wait)
+	defer cancel()
+	if err := stack.WaitRecorded(wctx, conn); err != nil {
+		t.Fatal(err)
+	}
+
+	st := status.Collect(t.Context(), conn.NC, conn.JS, conn.Names, 100)
+	if len(st.Errors) > 0 {
+		t.Fatalf("errors: %v", st.Errors)
+	}
+	streams := map[string]status.Stream{}
+	for _, s := range st.Streams {
+		streams[s.Name] = s
+	}
+	if s := streams[conn.Names.OutboundStream()]; s.Messages != 3 {
+		t.Errorf("outbound stream: %+v, want 3 messages", s)
+	}
+	if s := streams[conn.Names.EventsStream()]; s.Messages == 0 {
+		t.Errorf("events stream is empty: %+v", s)
+	}
+	if st.Recorder == nil || st.Recorder.Lag != 0 {
+		t.Errorf("recorder: %+v, want no lag", st.Recorder)
+	}
+	runs := 0
+	for _, w := range st.Workers.Recent {
+		if !strings.HasPrefix(w.Instance, "st-w") {
+			t.Errorf("worker instance %q", w.Instance)
+		}
+		runs += w.Runs
+	}
+	if runs != 3 {
+		t.Errorf("recent workers %+v: %d runs, want 3", st.Workers.Recent, runs)
+	}
+	if len(st.Interceptors) != 1 || st.Interceptors[0].Service != "audit" || strings.Join(st.Interceptors[0].Hooks, ",") != string(hooks.HookBeforeToolCall) || st.Interceptors[0].Plugin != "audit" {
+		t.Errorf("interceptors: %+v", st.Interceptors)
+	}
+	consumers := map[string]bool{}
+	for _, c := range st.Consumers {
+		consumers[c.Stream+"/"+c.Name] = true
+	}
+	if !consumers[conn.Names.InboundStream()+"/"+conn.Names.WorkerConsumer()] || !consumers[conn.Names.EventsStream()+"/"+conn.Names.RecorderConsumer()] || len(consumers) != 2 {
+		t.Errorf("consumers %v (the scan's own consumer must be gone)", consumers)
+	}
+
+	rep, err := status.AskHooks(wctx, conn.NC, conn.Names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(rep.Instance, "st-w") {
+		t.Errorf("hook report answered by %q, want a worker st-w…", rep.Instance)
+	}
+	impls := map[hooks.Hook][]string{}
+	for _, h := range rep.Hooks {
+		for _, im := range h.Impls {
+			impls[h.Hook] = append(impls[h.Hook], im.Plugin)
+		}
+	}
+	if got := impls[hooks.HookResolveSession]; len(got) != 1 || got[0] != "builtin" {
+		t.Errorf("resolve_session implementations %v, want [builtin] (report %+v)", got, rep)
+	}
+}
+
+// TestAskHooksWithoutWorkers: with no worker running, AskHooks says so
+// at once instead of timing out.
+func TestAskHooksWithoutWorkers(t *testing.T) {
+	srv := natstest.Start(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if _, err := status.AskHooks(ctx, srv.Conn(t), subjects.Default()); !errors.Is(err, status.ErrNoWorker) {
+		t.Fatalf("AskHooks without workers: %v, want ErrNoWorker", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("AskHooks waited for its deadline")
+	}
+}
