@@ -11,7 +11,9 @@ import (
 	"github.com/bubbus/bub/internal/ingress"
 	"github.com/bubbus/bub/internal/natstest"
 	"github.com/bubbus/bub/internal/natsx"
+	"github.com/bubbus/bub/internal/recordercmd"
 	"github.com/bubbus/bub/internal/stack"
+	"github.com/bubbus/bub/internal/workercmd"
 	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/events"
 	"github.com/bubbus/bub/pkg/hooks"
@@ -41,8 +43,8 @@ func TestStatus(t *testing.T) {
 	topo := natsx.Topology{MemoryStorage: true}
 	running, err := stack.StartServices(t.Context(), cl, stack.Services{
 		Workers:  2,
-		Worker:   stack.WorkerOptions{Topology: topo, Instance: "st", Workspace: t.TempDir()},
-		Recorder: &stack.RecorderOptions{Topology: topo, Instance: "st"},
+		Worker:   workercmd.Options{Topology: topo, Instance: "st", Workspace: t.TempDir()},
+		Recorder: &recordercmd.Options{Topology: topo, Instance: "st"},
 	}, nil)
 	if err != nil {
 		t.Fatal(err)
