@@ -2,8 +2,8 @@
 package main
 
 import (
-	"github.com/bubbus/bub/internal/workercmd"
 	"github.com/bubbus/bub/internal/service"
+	"github.com/bubbus/bub/internal/workercmd"
 )
 
 func main() { service.Main(workercmd.Service) }

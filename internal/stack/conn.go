@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"path/filepath"
 
-
 	"github.com/bubbus/bub/internal/cli"
 	"github.com/bubbus/bub/internal/natsx/embedded"
 	"github.com/bubbus/bub/internal/service"
@@ -75,4 +74,3 @@ func (cl *Cluster) Shutdown() {
 		cl.embedded.Shutdown()
 	}
 }
-
