@@ -121,7 +121,7 @@ func TestExecRefusesBeforeRunning(t *testing.T) {
 	if err := service.Exec(t.Context(), []string{"--help"}, env(map[string]string{"BUB_HOME": home}), &out, &bytes.Buffer{}, p.spec); err != nil || p.ran {
 		t.Fatalf("--help: %v, ran %v", err, p.ran)
 	}
-	for _, want := range []string{"A probe service\n\nUsage:\n  probe [flags]\n\nFlags:\n", "--greeting string", "(env BUB_GREETING)", "--nats string", "-h, --help", "help for probe"} {
+	for _, want := range []string{"A probe service\n\nUsage:\n  probe [flags]\n\nFlags:\n", "--greeting string", "(env BUB_GREETING)", "--nats string", "URL of the cluster, required", "-h, --help", "help for probe"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("usage lacks %q:\n%s", want, out.String())
 		}

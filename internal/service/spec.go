@@ -57,9 +57,11 @@ type Spec struct {
 }
 
 // BindFlags registers the common flags (into common) and the service's
-// own on fs, with defaults from getenv.
+// own on fs, with defaults from getenv. A service never embeds a server,
+// so its --nats is required.
 func (s Spec) BindFlags(fs *pflag.FlagSet, common *cli.Common, getenv cli.Getenv) {
 	common.Bind(fs, getenv)
+	fs.Lookup("nats").Usage = "NATS URL of the cluster, required: a service never embeds a server (env BUB_NATS_URL)"
 	if s.Bind != nil {
 		s.Bind(fs)
 	}
