@@ -22,9 +22,13 @@ import (
 
 	"github.com/bubbus/bub/internal/cli"
 	"github.com/bubbus/bub/internal/fakellm"
+	"github.com/bubbus/bub/internal/ingresscmd"
 	"github.com/bubbus/bub/internal/natstest"
 	"github.com/bubbus/bub/internal/natsx"
+	"github.com/bubbus/bub/internal/recordercmd"
+	"github.com/bubbus/bub/internal/service"
 	"github.com/bubbus/bub/internal/stack"
+	"github.com/bubbus/bub/internal/workercmd"
 	bubevents "github.com/bubbus/bub/pkg/events"
 	"github.com/bubbus/bub/pkg/hooks"
 	"github.com/bubbus/bub/pkg/hooks/interceptor"
@@ -90,7 +94,7 @@ func (a *asyncErrors) list() []string {
 
 // connect opens a service connection as role, the way the services do
 // (natsx, with user and password).
-func connect(t *testing.T, srv *natstest.Server, role, password string, log *slog.Logger) *stack.Conn {
+func connect(t *testing.T, srv *natstest.Server, role, password string, log *slog.Logger) *service.Conn {
 	t.Helper()
 	common := &cli.Common{Home: t.TempDir(), Prefix: "bub", LogLevel: "info", LogFormat: "text",
 		NATS: natsx.ClientConfig{URL: srv.URL, User: role, Password: password}}
@@ -175,14 +179,14 @@ func TestServicesRunUnderTheirNATSUsers(t *testing.T) {
 	rec, wrk, ing := connect(t, srv, "recorder", pw["recorder"], log), connect(t, srv, "worker", pw["worker"], log), connect(t, srv, "ingress", pw["ingress"], log)
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	run("recorder", func(ctx context.Context) error {
-		return stack.RunRecorder(ctx, rec, stack.RecorderOptions{Instance: "r"}, nil)
+		return recordercmd.Run(ctx, rec, recordercmd.Options{Instance: "r"}, nil)
 	})
 	run("worker", func(ctx context.Context) error {
-		return stack.RunWorker(ctx, wrk, stack.WorkerOptions{Instance: "w", Models: models, Workspace: t.TempDir(),
+		return workercmd.Run(ctx, wrk, workercmd.Options{Instance: "w", Models: models, Workspace: t.TempDir(),
 			Interceptors: []remote.Config{{Service: "policy", Failure: remote.FailClosed, Hooks: []hooks.Hook{hooks.HookBeforeToolCall}}}}, nil)
 	})
 	run("ingress", func(ctx context.Context) error {
-		return stack.RunIngress(ctx, ing, stack.IngressOptions{Instance: "i", Listener: ln}, nil)
+		return ingresscmd.Run(ctx, ing, ingresscmd.Options{Instance: "i", Listener: ln}, nil)
 	})
 
 	url := "http://" + ln.Addr().String()

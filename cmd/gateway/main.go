@@ -3,8 +3,8 @@
 package main
 
 import (
-	"github.com/bubbus/bub/internal/bubcmd"
-	"github.com/bubbus/bub/internal/cli"
+	"github.com/bubbus/bub/internal/gatewaycmd"
+	"github.com/bubbus/bub/internal/service"
 )
 
-func main() { cli.Main(bubcmd.Service(bubcmd.NewGateway)) }
+func main() { service.Main(gatewaycmd.Service) }

@@ -2,8 +2,8 @@
 package main
 
 import (
-	"github.com/bubbus/bub/internal/bubcmd"
-	"github.com/bubbus/bub/internal/cli"
+	"github.com/bubbus/bub/internal/recordercmd"
+	"github.com/bubbus/bub/internal/service"
 )
 
-func main() { cli.Main(bubcmd.Service(bubcmd.NewRecorder)) }
+func main() { service.Main(recordercmd.Service) }

@@ -2,8 +2,8 @@
 package main
 
 import (
-	"github.com/bubbus/bub/internal/bubcmd"
-	"github.com/bubbus/bub/internal/cli"
+	"github.com/bubbus/bub/internal/service"
+	"github.com/bubbus/bub/internal/workercmd"
 )
 
-func main() { cli.Main(bubcmd.Service(bubcmd.NewWorker)) }
+func main() { service.Main(workercmd.Service) }

@@ -34,6 +34,12 @@
 // median of the per-repetition ratio. Load runs on 127.0.0.1 only and is
 // bounded in count and time.
 //
+// P1 and P5 run the packages' own benchmark functions (hookstest's
+// dispatch benchmarks, tapetest's context read) through
+// testing.Benchmark, the same ones `go test -bench` runs. Only the bub CLI
+// reaches this package (internal/depsrule keeps it out of the service
+// binaries).
+//
 // Looking for the Go micro-benchmarks? They are *_test.go benchmarks in
 // pkg/hooks, pkg/hooks/remote, pkg/events and pkg/tape (`make bench-go`).
 package bench

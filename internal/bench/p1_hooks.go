@@ -1,56 +1,19 @@
 package bench
 
 import (
-	"context"
 	"flag"
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/bubbus/bub/pkg/envelope"
-	"github.com/bubbus/bub/pkg/hooks"
-	"github.com/bubbus/bub/pkg/tape"
+	"github.com/bubbus/bub/pkg/hooks/hookstest"
 )
 
-// P1: in-process hook dispatch with three plugins. There is no limit to
-// measure in the same run (the reference is Python Bub's pluggy, 1.8–2.6 µs
-// per call on this machine kind); the goal is absolute.
-
-// dispatchPlugin answers resolve_session (only when answer is set) and
-// dispatch_outbound with constants, as cheaply as an in-process plugin can.
-type dispatchPlugin struct {
-	name   string
-	answer bool
-}
-
-func (p *dispatchPlugin) Name() string { return p.name }
-
-func (p *dispatchPlugin) ResolveSession(context.Context, hooks.ResolveSessionInput) (string, bool, error) {
-	if p.answer {
-		return "session", true, nil
-	}
-	return "", false, nil
-}
-
-func (p *dispatchPlugin) DispatchOutbound(context.Context, hooks.DispatchOutboundInput) (bool, error) {
-	return p.answer, nil
-}
-
-var (
-	_ hooks.SessionResolver    = (*dispatchPlugin)(nil)
-	_ hooks.OutboundDispatcher = (*dispatchPlugin)(nil)
-)
-
-// dispatchRegistry registers three plugins of which only the first
-// registered (lowest priority) answers, so every firstresult dispatch calls
-// all three.
-func dispatchRegistry() *hooks.Registry[tape.Store, tape.Context] {
-	r := hooks.New[tape.Store, tape.Context]()
-	for i := range 3 {
-		r.MustRegister(&dispatchPlugin{name: "p" + strconv.Itoa(i), answer: i == 0})
-	}
-	return r
-}
+// P1: in-process hook dispatch with three plugins, measured by package
+// hooks's own benchmarks (hookstest.BenchmarkResolveSession and
+// BenchmarkDispatchOutbound) through testing.Benchmark. There is no limit
+// to measure in the same run (the reference is Python Bub's pluggy,
+// 1.8–2.6 µs per call on this machine kind); the goal is absolute.
 
 // setBenchTime makes testing.Benchmark run each benchmark for about d. The
 // testing flags exist under `go test`; elsewhere testing.Init registers
@@ -60,30 +23,6 @@ func setBenchTime(d time.Duration) {
 		testing.Init()
 	}
 	_ = flag.Set("test.benchtime", d.String())
-}
-
-func benchResolveSession(b *testing.B) {
-	r := dispatchRegistry()
-	ctx := context.Background()
-	in := hooks.ResolveSessionInput{Message: &envelope.Envelope{ID: "1", Channel: "cli", ChatID: "c"}}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := r.ResolveSession(ctx, in); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-func benchDispatchOutbound(b *testing.B) {
-	r := dispatchRegistry()
-	ctx := context.Background()
-	in := hooks.DispatchOutboundInput{Message: &envelope.Envelope{ID: "1", Content: "hi"}}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := r.DispatchOutbound(ctx, in); err != nil {
-			b.Fatal(err)
-		}
-	}
 }
 
 // Dispatch goals.
@@ -100,8 +39,8 @@ func runP1(e *env) ([]Row, error) {
 		name string
 		f    func(*testing.B)
 	}{
-		{"firstresult (resolve_session)", benchResolveSession},
-		{"broadcast (dispatch_outbound)", benchDispatchOutbound},
+		{"firstresult (resolve_session)", hookstest.BenchmarkResolveSession},
+		{"broadcast (dispatch_outbound)", hookstest.BenchmarkDispatchOutbound},
 	}
 	ns := make([][]float64, len(kinds))
 	allocs := make([]int64, len(kinds))

@@ -4,54 +4,28 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/bubbus/bub/internal/natsx"
+	"github.com/bubbus/bub/internal/natsx/embedded"
 	"github.com/bubbus/bub/pkg/subjects"
 	"github.com/bubbus/bub/pkg/tape"
+	"github.com/bubbus/bub/pkg/tape/tapetest"
 )
 
 // P5: reading a session's default context (the entries after its last
 // anchor, 50 entries back) from a 100k-entry JetStream tape beside the same
-// read of a 100-entry tape.
-
-// tapeEntry is a typical chat entry of about 300 bytes.
-func tapeEntry(i int) tape.Entry {
-	return tape.MessageEntry(map[string]any{
-		"role":    "user",
-		"content": fmt.Sprintf("message %d: %s", i, strings.Repeat("lorem ipsum dolor sit amet ", 8)),
-	}, map[string]any{"run_id": fmt.Sprintf("run-%d", i/10)})
-}
-
-// fillTape appends n entries to session, the one 50 from the end an
-// anchor.
-func fillTape(ctx context.Context, s tape.Store, session string, n int, progress func(done int)) error {
-	const batch = 5000
-	for start := 0; start < n; start += batch {
-		entries := make([]tape.Entry, min(batch, n-start))
-		for i := range entries {
-			entries[i] = tapeEntry(start + i)
-			if start+i == n-50 {
-				entries[i] = tape.Anchor("handoff", map[string]any{"summary": "so far"})
-			}
-		}
-		if _, err := s.Append(ctx, session, entries); err != nil {
-			return err
-		}
-		progress(start + len(entries))
-	}
-	return nil
-}
+// read of a 100-entry tape, with package tape's own benchmark
+// (tapetest.FillBenchTape and ReadMessagesBenchmark) through
+// testing.Benchmark.
 
 func runP5(ctx context.Context, e *env) ([]Row, error) {
 	dir, err := os.MkdirTemp(e.tmp, "p5-")
 	if err != nil {
 		return nil, err
 	}
-	srv, err := natsx.StartEmbedded(natsx.EmbeddedConfig{StoreDir: dir})
+	srv, err := embedded.Start(embedded.Config{StoreDir: dir})
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +47,7 @@ func runP5(ctx context.Context, e *env) ([]Row, error) {
 	tapes := make([]tape.Tape, len(sizes))
 	for i, n := range sizes {
 		session := fmt.Sprintf("bench-%d", n)
-		if err := fillTape(ctx, store, session, n, func(done int) {
+		if err := tapetest.FillBenchTape(ctx, store, session, n, func(done int) {
 			e.progress.Show(fmt.Sprintf("P5: writing the %d-entry tape (%d)", n, done))
 		}); err != nil {
 			return nil, err
@@ -81,21 +55,11 @@ func runP5(ctx context.Context, e *env) ([]Row, error) {
 		tapes[i] = tape.New(store, session, tape.Context{})
 	}
 	setBenchTime(e.cfg.benchTime)
-	read := func(tp tape.Tape) func(*testing.B) {
-		return func(b *testing.B) {
-			for b.Loop() {
-				msgs, err := tp.ReadMessages(ctx)
-				if err != nil || len(msgs) != 49 {
-					b.Fatalf("%d messages, %v", len(msgs), err)
-				}
-			}
-		}
-	}
 	results := make([][]float64, len(sizes))
 	for rep := -1; rep < e.cfg.reps; rep++ {
 		for i, n := range sizes {
 			e.progress.Step(fmt.Sprintf("P5 read, %d entries%s", n, repLabel(rep, e.cfg.reps)))
-			r := testing.Benchmark(read(tapes[i]))
+			r := testing.Benchmark(tapetest.ReadMessagesBenchmark(tapes[i]))
 			if r.N == 0 {
 				return nil, fmt.Errorf("reading the %d-entry tape: %w", n, errBenchmarkFailed)
 			}

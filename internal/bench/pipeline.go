@@ -27,7 +27,10 @@ import (
 
 	"github.com/bubbus/bub/internal/cli"
 	"github.com/bubbus/bub/internal/ingress"
+	"github.com/bubbus/bub/internal/ingresscmd"
 	"github.com/bubbus/bub/internal/natsx"
+	"github.com/bubbus/bub/internal/recordercmd"
+	"github.com/bubbus/bub/internal/service"
 	"github.com/bubbus/bub/internal/stack"
 	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/events"
@@ -71,7 +74,7 @@ type pipeline struct {
 	url    string
 	server *proc
 	cl     *stack.Cluster
-	conn   *stack.Conn // the harness's connection
+	conn   *service.Conn // the harness's connection
 	gw     *ingress.Gateway
 	sim    *simClient
 	params simParams
@@ -222,7 +225,7 @@ func (pl *pipeline) open(ctx context.Context, common *cli.Common, embed bool, li
 
 // ensureTopologies creates the real and the simulated streams, consumers
 // and buckets (the services would create theirs as they start).
-func ensureTopologies(ctx context.Context, conn *stack.Conn) error {
+func ensureTopologies(ctx context.Context, conn *service.Conn) error {
 	if err := natsx.EnsureTopology(ctx, conn.JS, conn.Names, natsx.Topology{}); err != nil {
 		return err
 	}
@@ -272,14 +275,14 @@ func (pl *pipeline) startAllInOne(ctx context.Context, withHTTP bool) error {
 	spec := stack.Services{
 		Workers:  1,
 		Worker:   workerOptions(e.cfg.workerConcurrency, pl.dir, "w"),
-		Recorder: &stack.RecorderOptions{Instance: "r"},
+		Recorder: &recordercmd.Options{Instance: "r"},
 	}
 	if withHTTP {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return err
 		}
-		spec.Ingress = &stack.IngressOptions{Listener: ln, Instance: "i"}
+		spec.Ingress = &ingresscmd.Options{Listener: ln, Instance: "i"}
 		pl.addr = ln.Addr().String()
 	}
 	if pl.running, err = stack.StartServices(ctx, pl.cl, spec, nil); err != nil {

@@ -12,8 +12,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/bubbus/bub/internal/stack"
 	"github.com/bubbus/bub/internal/worker"
+	"github.com/bubbus/bub/internal/workercmd"
 	"github.com/bubbus/bub/pkg/hooks"
 	"github.com/bubbus/bub/pkg/hooks/interceptor"
 	"github.com/bubbus/bub/pkg/hooks/remote"
@@ -165,8 +165,8 @@ func interceptorEnv() []string {
 
 // workerOptions are the all-in-one layout's worker: the echo model and the
 // benchmark interceptor.
-func workerOptions(concurrency int, dir, instance string) stack.WorkerOptions {
-	return stack.WorkerOptions{
+func workerOptions(concurrency int, dir, instance string) workercmd.Options {
+	return workercmd.Options{
 		Worker:       worker.Config{Concurrency: concurrency},
 		Instance:     instance,
 		Models:       llm.Config{Model: "echo:echo"},

@@ -5,6 +5,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/bubbus/bub/internal/gatewaycmd"
+	"github.com/bubbus/bub/internal/ingresscmd"
+	"github.com/bubbus/bub/internal/recordercmd"
+	"github.com/bubbus/bub/internal/workercmd"
 	"github.com/bubbus/bub/pkg/hooks"
 )
 
@@ -22,7 +26,7 @@ uses an embedded NATS server whose data lives in the bub home directory.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	app := &cliApp{root: root, log: env.logger()}
+	app := &cliApp{root: root, log: env.Logger()}
 	onboard := func(ctx context.Context, in hooks.OnboardConfigInput) (map[string]any, error) {
 		return env.startup.Startup().OnboardConfig(ctx, in)
 	}
@@ -41,10 +45,10 @@ uses an embedded NATS server whose data lives in the bub home directory.`,
 			newFakeLLM(),
 			newBench(),
 			newDLQ(env),
-			NewWorker(env),
-			NewIngress(env),
-			NewRecorder(env),
-			NewGateway(env),
+			newServiceCommand(env, workercmd.Service),
+			newServiceCommand(env, ingresscmd.Service),
+			newServiceCommand(env, recordercmd.Service),
+			newServiceCommand(env, gatewaycmd.Service),
 		)
 		return nil
 	})

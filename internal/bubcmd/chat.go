@@ -16,7 +16,7 @@ import (
 
 	"github.com/bubbus/bub/internal/cli"
 	"github.com/bubbus/bub/internal/ingress"
-	"github.com/bubbus/bub/internal/stack"
+	"github.com/bubbus/bub/internal/workercmd"
 	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/events"
 )
@@ -24,7 +24,7 @@ import (
 func newChat(env *Env) *cobra.Command {
 	getenv := env.Getenv
 	common := cli.Common{Quiet: true}
-	var wo stack.WorkerOptions
+	var wo workercmd.Options
 	var session, chatID string
 	var wait time.Duration
 	cmd := &cobra.Command{
@@ -36,7 +36,7 @@ token deltas are printed as the model produces them. ",quit" or ",exit"
 with a worker and a recorder in this process.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := loadModels(getenv, &wo); err != nil {
+			if err := workercmd.Load(getenv, &wo); err != nil {
 				return err
 			}
 			if session == "" {
@@ -87,7 +87,7 @@ with a worker and a recorder in this process.`,
 		},
 	}
 	common.Bind(cmd.Flags(), getenv)
-	bindWorker(cmd.Flags(), &wo, env)
+	workercmd.Bind(cmd.Flags(), &wo, env.Env)
 	cmd.Flags().StringVar(&session, "session", "", "session id (default cli:<chat-id>)")
 	cmd.Flags().StringVar(&chatID, "chat-id", "local", "chat id")
 	cmd.Flags().DurationVar(&wait, "wait", 5*time.Minute, "how long to wait for each reply")

@@ -13,13 +13,14 @@ import (
 
 	"github.com/bubbus/bub/internal/cli"
 	"github.com/bubbus/bub/internal/natsx"
+	"github.com/bubbus/bub/internal/service"
 	"github.com/bubbus/bub/internal/stack"
 )
 
 // client is a CLI command's connection to Bub's NATS.
 type client struct {
 	cluster *stack.Cluster
-	conn    *stack.Conn
+	conn    *service.Conn
 	log     *slog.Logger
 }
 

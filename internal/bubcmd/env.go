@@ -5,38 +5,29 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 
 	"github.com/spf13/cobra"
 
-	"github.com/bubbus/bub/internal/cli"
-	"github.com/bubbus/bub/internal/stack"
+	"github.com/bubbus/bub/internal/channelset"
+	"github.com/bubbus/bub/internal/service"
 	"github.com/bubbus/bub/pkg/builtin"
 	"github.com/bubbus/bub/pkg/hooks"
 	"github.com/bubbus/bub/pkg/llm"
-	"github.com/bubbus/bub/pkg/skills"
 	"github.com/bubbus/bub/pkg/tape"
 )
 
-// Env is what every command is built from: the environment (flags take
-// their defaults from it) and the plugins of this build, registered after
-// the builtin plugin in order, so the last has the highest priority.
+// Env is what every command is built from: what a service is built from
+// (the environment, flags taking their defaults from it, and the plugins
+// of this build) and the CLI's startup registry.
 type Env struct {
-	Getenv  cli.Getenv
-	Plugins []hooks.Plugin
-	// Lookup resolves a dotted configuration path (env BUB_<PATH> over
-	// <home>/config.yaml), for skills' ${config.…}.
-	Lookup skills.Lookup
-	// Log receives the startup hooks' warnings (nil = stderr at warn).
-	Log *slog.Logger
+	service.Env
 
 	// startup is the process's startup registry (see startupHooks).
 	startup *hooks.Registry[tape.Store, tape.Context]
 }
 
 // startupHooks returns the process's startup registry: the one NewBub
-// built for register_cli_commands, or, for a standalone service command,
-// one built on first use.
+// built for register_cli_commands, or one built on first use.
 func (env *Env) startupHooks() (*hooks.Registry[tape.Store, tape.Context], error) {
 	if env.startup == nil {
 		reg, err := env.startupRegistry(nil)
@@ -48,24 +39,17 @@ func (env *Env) startupHooks() (*hooks.Registry[tape.Store, tape.Context], error
 	return env.startup, nil
 }
 
-func (env *Env) logger() *slog.Logger {
-	if env.Log != nil {
-		return env.Log
-	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
 // startupRegistry returns a registry of the builtin plugin and the
 // plugins for the startup hooks a command calls (register_cli_commands,
 // onboard_config, provide_runtime_options, provide_channels). Nothing is
 // started: startup hooks run on constructed plugins, as in Bub.
 func (env *Env) startupRegistry(commands func(context.Context, hooks.CLIApp) error) (*hooks.Registry[tape.Store, tape.Context], error) {
-	st := builtin.Startup{Commands: commands, Channels: stack.BuiltinChannels(env.Getenv, env.logger())}
+	st := builtin.Startup{Commands: commands, Channels: channelset.Builtin(env.Getenv, env.Logger())}
 	if cfg, err := llm.ConfigFromEnv(env.Getenv); err == nil {
 		cfg = cfg.WithDefaults()
 		st.Models = append([]string{cfg.Model}, cfg.FallbackModels...)
 	}
-	return stack.StartupRegistry(st, env.Plugins, env.logger())
+	return builtin.StartupRegistry(st, env.Plugins, env.Logger())
 }
 
 // cliApp is the CLI application register_cli_commands adds commands to:

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bubbus/bub/internal/service"
 	"github.com/bubbus/bub/pkg/hooks"
 )
 
@@ -30,7 +31,7 @@ func (p cmdPlugin) RegisterCLICommands(_ context.Context, in hooks.RegisterCLICo
 
 func runBub(t *testing.T, plugins []hooks.Plugin, args ...string) (string, error) {
 	t.Helper()
-	root, err := NewBub(t.Context(), &Env{Getenv: func(string) string { return "" }, Plugins: plugins})
+	root, err := NewBub(t.Context(), &Env{Env: service.Env{Getenv: func(string) string { return "" }, Plugins: plugins}})
 	if err != nil {
 		return "", err
 	}

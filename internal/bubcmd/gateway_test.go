@@ -14,7 +14,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bubbus/bub/internal/gateway"
+	"github.com/bubbus/bub/internal/gatewaycmd"
 	"github.com/bubbus/bub/internal/natstest"
+	"github.com/bubbus/bub/internal/service"
 	"github.com/bubbus/bub/pkg/channels/telegram/telegramtest"
 	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/hooks"
@@ -75,7 +77,7 @@ func (c *chatChannel) Send(_ context.Context, msg *envelope.Envelope) error {
 }
 
 func testEnv(vars map[string]string, plugins ...hooks.Plugin) *Env {
-	return &Env{Getenv: func(k string) string { return vars[k] }, Plugins: plugins}
+	return &Env{Env: service.Env{Getenv: func(k string) string { return vars[k] }, Plugins: plugins}}
 }
 
 // TestUpRunsAPluginChannel: `bub up` with a plugin's channel enabled runs
@@ -124,12 +126,12 @@ func TestUpRunsAPluginChannel(t *testing.T) {
 // channels (http, cli) enabled, `bub up` runs no gateway.
 func TestUpWithoutTransportChannelsRunsNoGateway(t *testing.T) {
 	for _, enabled := range []string{"all", "", "nope"} {
-		o, err := upGateway(t.Context(), testEnv(map[string]string{}), &gatewayFlags{enabled: []string{enabled}})
+		o, err := upGateway(t.Context(), testEnv(map[string]string{}), &gatewaycmd.Flags{Enabled: []string{enabled}})
 		if err != nil || o != nil {
 			t.Fatalf("enabled %q: gateway %+v, %v; want none", enabled, o, err)
 		}
 	}
-	o, err := upGateway(t.Context(), testEnv(map[string]string{}, &chatPlugin{}), &gatewayFlags{enabled: []string{"all"}})
+	o, err := upGateway(t.Context(), testEnv(map[string]string{}, &chatPlugin{}), &gatewaycmd.Flags{Enabled: []string{"all"}})
 	if err != nil || o == nil || o.Enabled != "all" {
 		t.Fatalf("with a chat channel: %+v, %v", o, err)
 	}
@@ -138,7 +140,7 @@ func TestUpWithoutTransportChannelsRunsNoGateway(t *testing.T) {
 // TestGatewayWithNoChannelsFails is behaviour check 88: nothing enabled
 // fails before connecting, with Bub's message.
 func TestGatewayWithNoChannelsFails(t *testing.T) {
-	cmd := NewGateway(testEnv(map[string]string{"BUB_HOME": t.TempDir()}))
+	cmd := newServiceCommand(testEnv(map[string]string{"BUB_HOME": t.TempDir()}), gatewaycmd.Service)
 	cmd.SetArgs([]string{"--enable-channel", ""})
 	var out syncBuffer // the services log while up prints
 	cmd.SetOut(&out)
@@ -146,25 +148,6 @@ func TestGatewayWithNoChannelsFails(t *testing.T) {
 	err := cmd.ExecuteContext(t.Context())
 	if !errors.Is(err, gateway.ErrNoChannels) || !strings.HasPrefix(err.Error(), "No channels are enabled.") {
 		t.Fatalf("err = %v", err)
-	}
-}
-
-func TestBufferFromEnv(t *testing.T) {
-	c, err := bufferFromEnv(func(k string) string {
-		return map[string]string{"BUB_DEBOUNCE_SECONDS": "0.5", "BUB_MAX_WAIT_SECONDS": "3", "BUB_ACTIVE_TIME_WINDOW": "120"}[k]
-	})
-	if err != nil || c.Debounce != 500*time.Millisecond || c.MaxWait != 3*time.Second || c.ActiveWindow != 2*time.Minute {
-		t.Fatalf("%+v, %v", c, err)
-	}
-	for _, bad := range []string{"x", "-1", "0"} {
-		if _, err := bufferFromEnv(func(k string) string {
-			if k == "BUB_MAX_WAIT_SECONDS" {
-				return bad
-			}
-			return ""
-		}); err == nil || !strings.Contains(err.Error(), "BUB_MAX_WAIT_SECONDS") {
-			t.Fatalf("%q: %v", bad, err)
-		}
 	}
 }
 
@@ -231,7 +214,7 @@ func TestGatewayWithEmptyConfigFails(t *testing.T) {
 	t.Setenv("BUB_ENABLED_CHANNELS", "")
 	var out bytes.Buffer
 	err := Exec(t.Context(), []string{"--home", home}, Stdio{Out: &out, Err: &out}, nil, func(_ context.Context, env *Env) (*cobra.Command, error) {
-		return NewGateway(env), nil
+		return newServiceCommand(env, gatewaycmd.Service), nil
 	})
 	if !errors.Is(err, gateway.ErrNoChannels) {
 		t.Fatalf("err = %v", err)
@@ -242,7 +225,7 @@ func TestGatewayWithEmptyConfigFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = Exec(t.Context(), []string{"--home", home}, Stdio{Out: &out, Err: &out}, nil, func(_ context.Context, env *Env) (*cobra.Command, error) {
-		return NewGateway(env), nil
+		return newServiceCommand(env, gatewaycmd.Service), nil
 	})
 	if err == nil || errors.Is(err, gateway.ErrNoChannels) || !strings.Contains(err.Error(), "NATS URL") {
 		t.Fatalf("without enabled_channels: %v", err)

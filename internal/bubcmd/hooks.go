@@ -7,13 +7,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bubbus/bub/internal/cli"
-	"github.com/bubbus/bub/internal/stack"
+	"github.com/bubbus/bub/internal/workercmd"
 )
 
 func newHooks(env *Env) *cobra.Command {
 	getenv := env.Getenv
 	common := cli.Common{Quiet: true}
-	var wo stack.WorkerOptions
+	var wo workercmd.Options
 	cmd := &cobra.Command{
 		Use:   "hooks",
 		Short: "Show every hook implementation in the order it runs",
@@ -23,12 +23,12 @@ implementations in the order they actually run (highest priority first),
 marking the one that answers a firstresult hook first.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := loadModels(getenv, &wo); err != nil {
+			if err := workercmd.Load(getenv, &wo); err != nil {
 				return err
 			}
 			return withClient(cmd.Context(), &common, getenv, func(ctx context.Context, c *client) error {
 				wo.Instance = cli.Instance(getenv)
-				rt, err := stack.NewRuntime(ctx, c.conn, wo, c.log)
+				rt, err := workercmd.NewRuntime(ctx, c.conn, wo, c.log)
 				if err != nil {
 					return err
 				}
@@ -39,6 +39,6 @@ marking the one that answers a firstresult hook first.`,
 		},
 	}
 	common.Bind(cmd.Flags(), getenv)
-	bindWorker(cmd.Flags(), &wo, env)
+	workercmd.Bind(cmd.Flags(), &wo, env.Env)
 	return cmd
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bubbus/bub/internal/service"
 	"github.com/bubbus/bub/pkg/config"
 	"github.com/bubbus/bub/pkg/config/prompt"
 	"github.com/bubbus/bub/pkg/hooks"
@@ -52,7 +53,7 @@ func runOnboard(t *testing.T, stdin string, args ...string) (string, error) {
 // runOnboardWith runs `bub onboard` with the builtin and plugins.
 func runOnboardWith(t *testing.T, plugins []hooks.Plugin, stdin string, args ...string) (string, error) {
 	t.Helper()
-	env := &Env{Getenv: func(string) string { return "" }, Plugins: plugins}
+	env := &Env{Env: service.Env{Getenv: func(string) string { return "" }, Plugins: plugins}}
 	reg, err := env.startupRegistry(nil)
 	if err != nil {
 		t.Fatal(err)

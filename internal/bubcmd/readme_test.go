@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bubbus/bub/internal/bubcmd"
+	"github.com/bubbus/bub/internal/service"
 )
 
 // readmeRow is one row of the README's command table.
@@ -78,12 +79,12 @@ func visible(c *cobra.Command) map[string]*cobra.Command {
 // flags (`bub tape list | show`, `--json`), or a binary under cmd/.
 func TestReadmeCommandTableMatchesTheCLI(t *testing.T) {
 	home := t.TempDir()
-	root, err := bubcmd.NewBub(t.Context(), &bubcmd.Env{Getenv: func(k string) string {
+	root, err := bubcmd.NewBub(t.Context(), &bubcmd.Env{Env: service.Env{Getenv: func(k string) string {
 		if k == "BUB_HOME" {
 			return home
 		}
 		return ""
-	}})
+	}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,10 @@ import (
 
 	"github.com/bubbus/bub/internal/cli"
 	"github.com/bubbus/bub/internal/ingress"
+	"github.com/bubbus/bub/internal/recordercmd"
+	"github.com/bubbus/bub/internal/service"
 	"github.com/bubbus/bub/internal/stack"
+	"github.com/bubbus/bub/internal/workercmd"
 	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/events"
 )
@@ -18,7 +21,7 @@ import (
 func newRun(env *Env) *cobra.Command {
 	getenv := env.Getenv
 	common := cli.Common{Quiet: true}
-	var wo stack.WorkerOptions
+	var wo workercmd.Options
 	var session, channel, chatID, sender string
 	var wait time.Duration
 	cmd := &cobra.Command{
@@ -30,7 +33,7 @@ Without --nats it starts an embedded NATS server with a worker and a
 recorder in this process (data under --home) and stops them afterwards.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := loadModels(getenv, &wo); err != nil {
+			if err := workercmd.Load(getenv, &wo); err != nil {
 				return err
 			}
 			env := &envelope.Envelope{
@@ -62,7 +65,7 @@ recorder in this process (data under --home) and stops them afterwards.`,
 		},
 	}
 	common.Bind(cmd.Flags(), getenv)
-	bindWorker(cmd.Flags(), &wo, env)
+	workercmd.Bind(cmd.Flags(), &wo, env.Env)
 	cmd.Flags().StringVar(&session, "session", "", "session id (default <channel>:<chat-id>)")
 	cmd.Flags().StringVar(&channel, "channel", "cli", "channel of the message")
 	cmd.Flags().StringVar(&chatID, "chat-id", "local", "chat id of the message")
@@ -94,9 +97,9 @@ func printOutbounds(w io.Writer, outs []envelope.Envelope) {
 // running `bub up`) it starts an embedded server plus a worker and a
 // recorder for the duration of body, and lets the recorder finish the
 // turn's tape before stopping.
-func withStack(ctx context.Context, common *cli.Common, getenv cli.Getenv, wo stack.WorkerOptions, body func(context.Context, *client) error) error {
+func withStack(ctx context.Context, common *cli.Common, getenv cli.Getenv, wo workercmd.Options, body func(context.Context, *client) error) error {
 	return withClient(ctx, common, getenv, func(ctx context.Context, c *client) error {
-		stopTelemetry, err := setupTelemetry(ctx, common, "bub", c.log)
+		stopTelemetry, err := service.StartTelemetry(ctx, common, "bub", c.log)
 		if err != nil {
 			return err
 		}
@@ -108,7 +111,7 @@ func withStack(ctx context.Context, common *cli.Common, getenv cli.Getenv, wo st
 		svc, err := stack.StartServices(ctx, c.cluster, stack.Services{
 			Workers:  1,
 			Worker:   wo,
-			Recorder: &stack.RecorderOptions{Instance: wo.Instance, Plugins: wo.Plugins},
+			Recorder: &recordercmd.Options{Instance: wo.Instance, Plugins: wo.Plugins},
 		}, c.log)
 		if err != nil {
 			return err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/bubbus/bub/internal/cli"
 	"github.com/bubbus/bub/internal/recorder"
+	"github.com/bubbus/bub/internal/recordercmd"
 	"github.com/bubbus/bub/internal/stack"
 	"github.com/bubbus/bub/pkg/events"
 	"github.com/bubbus/bub/pkg/tape"
@@ -89,7 +90,7 @@ func tapeCmd(env *Env, use, short string, args cobra.PositionalArgs, flags func(
 		Use: use, Short: short, Args: args,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withClient(cmd.Context(), &common, getenv, func(ctx context.Context, c *client) error {
-				return stack.WithTapeStore(ctx, c.conn, env.Plugins, c.log, func(store tape.Store) error {
+				return recordercmd.WithTapeStore(ctx, c.conn, env.Plugins, c.log, func(store tape.Store) error {
 					return body(ctx, &tapeClient{client: c, store: store}, args, cmd.OutOrStdout())
 				})
 			})
@@ -182,7 +183,7 @@ func tapeSearch(env *Env) *cobra.Command {
 // embedded server it runs a recorder for the purpose.
 func publishTapeEvent(ctx context.Context, c *tapeClient, session, name string, data map[string]any) (err error) {
 	if c.cluster.Embedded() {
-		svc, err := stack.StartServices(ctx, c.cluster, stack.Services{Recorder: &stack.RecorderOptions{Instance: "cli"}}, c.log)
+		svc, err := stack.StartServices(ctx, c.cluster, stack.Services{Recorder: &recordercmd.Options{Instance: "cli"}}, c.log)
 		if err != nil {
 			return err
 		}

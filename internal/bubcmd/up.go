@@ -11,18 +11,24 @@ import (
 
 	"github.com/bubbus/bub/internal/cli"
 	"github.com/bubbus/bub/internal/gateway"
+	"github.com/bubbus/bub/internal/gatewaycmd"
+	"github.com/bubbus/bub/internal/ingresscmd"
 	"github.com/bubbus/bub/internal/natsx"
+	"github.com/bubbus/bub/internal/recordercmd"
+	"github.com/bubbus/bub/internal/service"
 	"github.com/bubbus/bub/internal/stack"
+	"github.com/bubbus/bub/internal/workercmd"
+	"github.com/bubbus/bub/pkg/channels"
 )
 
 func newUp(env *Env) *cobra.Command {
 	getenv := env.Getenv
 	var common cli.Common
-	var wo stack.WorkerOptions
-	var ingressOpts stack.IngressOptions
+	var wo workercmd.Options
+	var ingressOpts ingresscmd.Options
 	var natsListen, services string
 	var workers int
-	var gf gatewayFlags
+	var gf gatewaycmd.Flags
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Serve ingress, workers, the recorder and the gateway in one process until interrupted or a service fails",
@@ -39,7 +45,7 @@ others stop and bub up exits non-zero.`,
 			if err := common.Validate(); err != nil {
 				return err
 			}
-			if err := loadModels(getenv, &wo); err != nil {
+			if err := workercmd.Load(getenv, &wo); err != nil {
 				return err
 			}
 			want := splitList(services)
@@ -48,7 +54,7 @@ others stop and bub up exits non-zero.`,
 					return fmt.Errorf("unknown service %q: want ingress, worker, recorder, gateway", s)
 				}
 			}
-			var gatewayOpts *stack.GatewayOptions
+			var gatewayOpts *gatewaycmd.Options
 			if slices.Contains(want, "gateway") {
 				var err error
 				if gatewayOpts, err = upGateway(cmd.Context(), env, &gf); err != nil {
@@ -56,7 +62,7 @@ others stop and bub up exits non-zero.`,
 				}
 			}
 			log := common.Logger(cmd.ErrOrStderr())
-			stopTelemetry, err := setupTelemetry(cmd.Context(), &common, "bub", log)
+			stopTelemetry, err := service.StartTelemetry(cmd.Context(), &common, "bub", log)
 			if err != nil {
 				return err
 			}
@@ -89,7 +95,7 @@ others stop and bub up exits non-zero.`,
 				spec.Workers, spec.Worker = workers, wo
 			}
 			if slices.Contains(want, "recorder") {
-				spec.Recorder = &stack.RecorderOptions{Instance: instance, Plugins: env.Plugins}
+				spec.Recorder = &recordercmd.Options{Instance: instance, Plugins: env.Plugins}
 			}
 			if slices.Contains(want, "ingress") {
 				ingressOpts.Instance = instance
@@ -118,19 +124,19 @@ others stop and bub up exits non-zero.`,
 		},
 	}
 	common.Bind(cmd.Flags(), getenv)
-	bindWorker(cmd.Flags(), &wo, env)
-	bindIngress(cmd.Flags(), &ingressOpts.HTTP, getenv)
+	workercmd.Bind(cmd.Flags(), &wo, env.Env)
+	ingresscmd.Bind(cmd.Flags(), &ingressOpts.HTTP, getenv)
 	cmd.Flags().StringVar(&natsListen, "nats-listen", cli.EnvOr(getenv, "BUB_NATS_LISTEN", "127.0.0.1:4222"), "address the embedded NATS server listens on (empty = in-process only)")
 	cmd.Flags().IntVar(&workers, "workers", 1, "worker instances in this process")
-	gf.bind(cmd.Flags(), env)
+	gf.Bind(cmd.Flags(), env.Env)
 	cmd.Flags().StringVar(&services, "services", "ingress,worker,recorder,gateway", "services to run (comma list; empty = NATS only); the gateway runs only when a channel besides http and cli is enabled")
 	return cmd
 }
 
 // upGateway returns the gateway of `bub up`, or nil when no enabled
 // channel needs one (only http and cli, or nothing, is enabled).
-func upGateway(ctx context.Context, env *Env, gf *gatewayFlags) (*stack.GatewayOptions, error) {
-	o, err := gf.options(env)
+func upGateway(ctx context.Context, env *Env, gf *gatewaycmd.Flags) (*gatewaycmd.Options, error) {
+	o, err := gf.Options(env.Env)
 	if err != nil {
 		return nil, err
 	}
@@ -142,6 +148,20 @@ func upGateway(ctx context.Context, env *Env, gf *gatewayFlags) (*stack.GatewayO
 		return nil, err
 	}
 	return &o, nil
+}
+
+// transportChannels returns the names of the selected channels that have a
+// transport of their own, i.e. all but the builtin http (served by
+// ingress) and cli (served by `bub chat`) channels: `bub up` runs a
+// gateway only for them.
+func transportChannels(selected []channels.Channel) []string {
+	var out []string
+	for _, ch := range selected {
+		if n := ch.Name(); n != channels.HTTPName && n != channels.CLIName {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 func splitList(s string) []string {

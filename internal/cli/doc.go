@@ -3,5 +3,6 @@
 // the thin main wrapper that turns signals into context cancellation.
 //
 // Start with [Common] and [Main]. Looking for the commands themselves? See
+// internal/service (the shell of the service binaries cmd/worker, …),
 // internal/bubcmd (the bub CLI) and cmd/*.
 package cli

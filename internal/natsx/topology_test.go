@@ -30,24 +30,3 @@ func TestEnsureTopologyIsIdempotent(t *testing.T) {
 		t.Errorf("turns bucket: %v", err)
 	}
 }
-
-func TestEmbeddedInProcessAndListener(t *testing.T) {
-	for _, listen := range []string{"", "127.0.0.1:0"} {
-		e, err := StartEmbedded(EmbeddedConfig{StoreDir: t.TempDir(), Listen: listen})
-		if err != nil {
-			t.Fatal(err)
-		}
-		nc, err := e.Connect("test")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := e.ClientURL() != ""; got != (listen != "") {
-			t.Errorf("listen %q: ClientURL %q", listen, e.ClientURL())
-		}
-		if err := nc.Flush(); err != nil {
-			t.Errorf("listen %q: flush: %v", listen, err)
-		}
-		nc.Close()
-		e.Shutdown()
-	}
-}

@@ -11,19 +11,25 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/bubbus/bub/internal/gatewaycmd"
+	"github.com/bubbus/bub/internal/ingresscmd"
+	"github.com/bubbus/bub/internal/recordercmd"
+	"github.com/bubbus/bub/internal/service"
+	"github.com/bubbus/bub/internal/workercmd"
 )
 
 // Services says which services [StartServices] runs in this process.
 type Services struct {
 	// Ingress, when set, serves the HTTP API.
-	Ingress *IngressOptions
+	Ingress *ingresscmd.Options
 	// Workers is the number of worker instances (0 = none).
 	Workers int
-	Worker  WorkerOptions
+	Worker  workercmd.Options
 	// Recorder, when set, runs the recorder.
-	Recorder *RecorderOptions
+	Recorder *recordercmd.Options
 	// Gateway, when set, runs the gateway (its channels).
-	Gateway *GatewayOptions
+	Gateway *gatewaycmd.Options
 }
 
 // Running is a set of services started by [StartServices].
@@ -35,7 +41,7 @@ type Running struct {
 	mu       sync.Mutex
 	errs     []error
 	starting map[string]bool // workers not yet consuming, by label
-	conns    []*Conn
+	conns    []*service.Conn
 	httpAddr string
 }
 
@@ -50,7 +56,7 @@ func StartServices(ctx context.Context, cl *Cluster, spec Services, log *slog.Lo
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	r := &Running{cancel: cancel, done: make(chan struct{}), starting: map[string]bool{}}
-	start := func(name, label string, run func(ctx context.Context, conn *Conn) error) error {
+	start := func(name, label string, run func(ctx context.Context, conn *service.Conn) error) error {
 		conn, err := cl.Connect(ctx, name)
 		if err != nil {
 			return err
@@ -71,8 +77,8 @@ func StartServices(ctx context.Context, cl *Cluster, spec Services, log *slog.Lo
 	var err error
 	if spec.Recorder != nil {
 		o := *spec.Recorder
-		err = errors.Join(err, start("recorder", "recorder", func(ctx context.Context, c *Conn) error {
-			return RunRecorder(ctx, c, o, log.With("service", "recorder"))
+		err = errors.Join(err, start("recorder", "recorder", func(ctx context.Context, c *service.Conn) error {
+			return recordercmd.Run(ctx, c, o, log.With("service", "recorder"))
 		}))
 	}
 	for i := range spec.Workers {
@@ -85,14 +91,14 @@ func StartServices(ctx context.Context, cl *Cluster, spec Services, log *slog.Lo
 			delete(r.starting, label)
 			r.mu.Unlock()
 		}
-		err = errors.Join(err, start("worker", label, func(ctx context.Context, c *Conn) error {
-			return RunWorker(ctx, c, o, log.With("service", "worker", "worker", i))
+		err = errors.Join(err, start("worker", label, func(ctx context.Context, c *service.Conn) error {
+			return workercmd.Run(ctx, c, o, log.With("service", "worker", "worker", i))
 		}))
 	}
 	if spec.Gateway != nil {
 		o := *spec.Gateway
-		err = errors.Join(err, start("gateway", "gateway", func(ctx context.Context, c *Conn) error {
-			return RunGateway(ctx, c, o, log.With("service", "gateway"))
+		err = errors.Join(err, start("gateway", "gateway", func(ctx context.Context, c *service.Conn) error {
+			return gatewaycmd.Run(ctx, c, o, log.With("service", "gateway"))
 		}))
 	}
 	if spec.Ingress != nil {
@@ -112,11 +118,11 @@ func StartServices(ctx context.Context, cl *Cluster, spec Services, log *slog.Lo
 		}
 		o.Ready = r.Ready
 		if o.Listener != nil {
-			err = errors.Join(err, start("ingress", "ingress", func(ctx context.Context, c *Conn) error {
+			err = errors.Join(err, start("ingress", "ingress", func(ctx context.Context, c *service.Conn) error {
 				// A connection to a listener nobody serves would be accepted
 				// and never answered: close it however the ingress ends.
 				defer o.Listener.Close()
-				return RunIngress(ctx, c, o, log.With("service", "ingress"))
+				return ingresscmd.Run(ctx, c, o, log.With("service", "ingress"))
 			}))
 		}
 	}
@@ -171,7 +177,7 @@ func (r *Running) Stop() error {
 // WaitRecorded waits until the recorder has taken and acknowledged every
 // lifecycle event published so far (its consumer has nothing pending), or
 // ctx ends.
-func WaitRecorded(ctx context.Context, conn *Conn) error {
+func WaitRecorded(ctx context.Context, conn *service.Conn) error {
 	cons, err := conn.JS.Consumer(ctx, conn.Names.EventsStream(), conn.Names.RecorderConsumer())
 	if err != nil {
 		return err

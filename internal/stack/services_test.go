@@ -13,9 +13,11 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/bubbus/bub/internal/cli"
+	"github.com/bubbus/bub/internal/ingresscmd"
 	"github.com/bubbus/bub/internal/natstest"
 	"github.com/bubbus/bub/internal/natsx"
 	"github.com/bubbus/bub/internal/stack"
+	"github.com/bubbus/bub/internal/workercmd"
 	"github.com/bubbus/bub/pkg/hooks/remote"
 )
 
@@ -38,9 +40,9 @@ func services(t *testing.T, srv *natstest.Server) (*stack.Running, string) {
 	topo := natsx.Topology{MemoryStorage: true}
 	guard := remote.Config{Service: "guard", Failure: remote.FailClosed, Timeout: 30 * time.Second}
 	running, err := stack.StartServices(t.Context(), cl, stack.Services{
-		Ingress: &stack.IngressOptions{Topology: topo, Instance: "t", Listener: ln},
+		Ingress: &ingresscmd.Options{Topology: topo, Instance: "t", Listener: ln},
 		Workers: 1,
-		Worker:  stack.WorkerOptions{Topology: topo, Instance: "t", Workspace: t.TempDir(), Interceptors: []remote.Config{guard}},
+		Worker:  workercmd.Options{Topology: topo, Instance: "t", Workspace: t.TempDir(), Interceptors: []remote.Config{guard}},
 	}, nil)
 	if err != nil {
 		t.Fatal(err)

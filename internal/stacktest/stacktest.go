@@ -10,7 +10,10 @@ import (
 	"github.com/bubbus/bub/internal/ingress"
 	"github.com/bubbus/bub/internal/natstest"
 	"github.com/bubbus/bub/internal/natsx"
+	"github.com/bubbus/bub/internal/recordercmd"
+	"github.com/bubbus/bub/internal/service"
 	"github.com/bubbus/bub/internal/stack"
+	"github.com/bubbus/bub/internal/workercmd"
 	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/events"
 	"github.com/bubbus/bub/pkg/hooks"
@@ -41,7 +44,7 @@ type Cluster struct {
 	// NATS is the embedded server.
 	NATS *natstest.Server
 	// Conn is the test's own service connection.
-	Conn *stack.Conn
+	Conn *service.Conn
 	// LLM is the fake model every worker calls.
 	LLM *fakellm.Server
 	// Gateway publishes inbound envelopes and awaits their replies.
@@ -69,9 +72,9 @@ func Start(t testing.TB, o Options) *Cluster {
 	topo := natsx.Topology{MemoryStorage: true}
 	running, err := stack.StartServices(t.Context(), cl, stack.Services{
 		Workers: 1,
-		Worker: stack.WorkerOptions{Topology: topo, Instance: o.Instance, Workspace: t.TempDir(), Plugins: o.Plugins, Interceptors: o.Interceptors,
+		Worker: workercmd.Options{Topology: topo, Instance: o.Instance, Workspace: t.TempDir(), Plugins: o.Plugins, Interceptors: o.Interceptors,
 			Models: llm.Config{Model: "openai:fake", APIBase: base, APIKey: "x"}},
-		Recorder: &stack.RecorderOptions{Topology: topo, Instance: o.Instance},
+		Recorder: &recordercmd.Options{Topology: topo, Instance: o.Instance},
 	}, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -20,10 +20,13 @@ import (
 
 	"github.com/bubbus/bub/internal/cli"
 	"github.com/bubbus/bub/internal/fakellm"
+	"github.com/bubbus/bub/internal/ingresscmd"
 	"github.com/bubbus/bub/internal/natstest"
 	"github.com/bubbus/bub/internal/natsx"
+	"github.com/bubbus/bub/internal/recordercmd"
 	"github.com/bubbus/bub/internal/stack"
 	"github.com/bubbus/bub/internal/telemetry"
+	"github.com/bubbus/bub/internal/workercmd"
 	"github.com/bubbus/bub/pkg/events"
 	"github.com/bubbus/bub/pkg/hooks"
 	"github.com/bubbus/bub/pkg/hooks/interceptor"
@@ -105,10 +108,10 @@ func TestOneTracePerTurnAcrossServices(t *testing.T) {
 		t.Fatal(err)
 	}
 	running, err := stack.StartServices(t.Context(), cl, stack.Services{
-		Ingress:  &stack.IngressOptions{Listener: ln, Topology: topo, Instance: "i"},
+		Ingress:  &ingresscmd.Options{Listener: ln, Topology: topo, Instance: "i"},
 		Workers:  1,
-		Worker:   stack.WorkerOptions{Topology: topo, Instance: "w", Models: models, Workspace: t.TempDir(), Interceptors: []remote.Config{{Service: "policy"}}},
-		Recorder: &stack.RecorderOptions{Topology: topo, Instance: "r"},
+		Worker:   workercmd.Options{Topology: topo, Instance: "w", Models: models, Workspace: t.TempDir(), Interceptors: []remote.Config{{Service: "policy"}}},
+		Recorder: &recordercmd.Options{Topology: topo, Instance: "r"},
 	}, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -30,7 +30,4 @@ var (
 	_ hooks.SteeringInboxProvider        = (*fake)(nil)
 	_ hooks.HookSelector                 = (*fake)(nil)
 	_ hooks.Closer                       = (*memStore)(nil)
-	_ hooks.SessionResolver              = (*benchPlugin)(nil)
-	_ hooks.OutboundDispatcher           = (*benchPlugin)(nil)
-	_ hooks.StateLoader                  = (*benchPlugin)(nil)
 )

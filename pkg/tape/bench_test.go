@@ -9,20 +9,13 @@ import (
 
 	"github.com/bubbus/bub/internal/natstest"
 	"github.com/bubbus/bub/pkg/tape"
+	"github.com/bubbus/bub/pkg/tape/tapetest"
 )
-
-// benchEntry is a typical chat entry of about 300 bytes.
-func benchEntry(i int) tape.Entry {
-	return tape.MessageEntry(map[string]any{
-		"role":    "user",
-		"content": fmt.Sprintf("message %d: %s", i, strings.Repeat("lorem ipsum dolor sit amet ", 8)),
-	}, map[string]any{"run_id": fmt.Sprintf("run-%d", i/10)})
-}
 
 // BenchmarkReadMessages reads the default context (after the last anchor,
 // which is 50 entries back) of a small and of a large JetStream tape. The
 // cost must not grow with the tape: the large tape may be at most 2x the
-// small one.
+// small one. `bub bench` (P5) runs the same fill and read (tapetest).
 func BenchmarkReadMessages(b *testing.B) {
 	srv := natstest.Start(b)
 	_, js := srv.JetStream(b)
@@ -31,31 +24,14 @@ func BenchmarkReadMessages(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		const batch = 5000
-		for start := 0; start < n; start += batch {
-			entries := make([]tape.Entry, min(batch, n-start))
-			for i := range entries {
-				entries[i] = benchEntry(start + i)
-				if start+i == n-50 {
-					entries[i] = tape.Anchor("handoff", map[string]any{"summary": "so far"})
-				}
-			}
-			if _, err := s.Append(b.Context(), "bench", entries); err != nil {
-				b.Fatal(err)
-			}
+		if err := tapetest.FillBenchTape(b.Context(), s, "bench", n, nil); err != nil {
+			b.Fatal(err)
 		}
 		tp := tape.New(s, "bench", tape.Context{})
 		if _, err := tp.ReadMessages(b.Context()); err != nil { // warm up
 			b.Fatal(err)
 		}
-		b.Run(fmt.Sprintf("entries=%d", n), func(b *testing.B) {
-			for b.Loop() {
-				msgs, err := tp.ReadMessages(b.Context())
-				if err != nil || len(msgs) != 49 {
-					b.Fatalf("%d messages, %v", len(msgs), err)
-				}
-			}
-		})
+		b.Run(fmt.Sprintf("entries=%d", n), tapetest.ReadMessagesBenchmark(tp))
 	}
 }
 
@@ -72,7 +48,7 @@ func BenchmarkAppend(b *testing.B) {
 	for _, size := range []int{1, 100} {
 		entries := make([]tape.Entry, size)
 		for i := range entries {
-			entries[i] = benchEntry(i)
+			entries[i] = tapetest.BenchEntry(i)
 		}
 		b.Run(fmt.Sprintf("tape.Append/batch=%d", size), func(b *testing.B) {
 			for b.Loop() {

@@ -17,6 +17,10 @@
 // [CLIApp] runs the commands its register_cli_commands adds. See
 // docs/plugins.md and examples/plugins/opsbot.
 //
+// Measuring dispatch? [BenchRegistry] and the Benchmark* functions are
+// the benchmarks of three in-process plugins that package hooks's `go test
+// -bench` and `bub bench` (figure P1) both run.
+//
 // Looking for the dispatch rules themselves? See package hooks
 // (dispatch.go) and its tests.
 package hookstest

@@ -7,6 +7,10 @@
 // WaitWatermark, concurrent appends that never interleave, archives (for
 // stores that implement tape.Archiver) and the Tape handle on top.
 //
+// [FillBenchTape] and [ReadMessagesBenchmark] are the context-read
+// benchmark that package tape's `go test -bench` and `bub bench` (figure
+// P5) both run.
+//
 // Looking for the stores themselves? See package tape (MemoryStore,
 // JetStreamStore, Fork).
 package tapetest

@@ -1,4 +1,4 @@
-package stack
+package channelset
 
 import (
 	"context"
@@ -9,10 +9,10 @@ import (
 	"github.com/bubbus/bub/pkg/hooks"
 )
 
-// BuiltinChannels returns the builtin plugin's provide_channels: the
-// telegram channel (enabled iff BUB_TELEGRAM_TOKEN is set), the cli
-// channel (`bub chat`) and the http channel (the ingress API).
-func BuiltinChannels(getenv func(string) string, log *slog.Logger) hooks.ChannelsFunc {
+// Builtin returns the builtin plugin's provide_channels: the telegram
+// channel (enabled iff BUB_TELEGRAM_TOKEN is set), the cli channel (`bub
+// chat`) and the http channel (the ingress API).
+func Builtin(getenv func(string) string, log *slog.Logger) hooks.ChannelsFunc {
 	return func(_ context.Context, handler hooks.MessageHandler) ([]hooks.Channel, error) {
 		cfg, err := telegram.ConfigFromEnv(getenv)
 		if err != nil {

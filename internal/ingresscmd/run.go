@@ -1,30 +1,34 @@
-package stack
+package ingresscmd
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 
 	"github.com/bubbus/bub/internal/ingress"
 	"github.com/bubbus/bub/internal/natsx"
+	"github.com/bubbus/bub/internal/service"
 	"github.com/bubbus/bub/pkg/events"
 )
 
-// IngressOptions configures [RunIngress].
-type IngressOptions struct {
+// Options configures [Run].
+type Options struct {
 	HTTP     ingress.Config
 	Topology natsx.Topology
 	Instance string
 	// Listener, when set, is served instead of listening on HTTP.Addr.
 	Listener net.Listener
 	// Ready, when set, is a further readiness check of GET /readyz (the
-	// services running beside the ingress, see [Running.Ready]).
+	// services running beside the ingress, see stack.Running.Ready).
 	Ready ingress.Ready
 }
 
-// RunIngress serves the ingress HTTP API on conn until ctx ends.
-func RunIngress(ctx context.Context, conn *Conn, o IngressOptions, log *slog.Logger) error {
-	if err := natsx.EnsureTopology(ctx, conn.JS, conn.Names, conn.topology(o.Topology)); err != nil {
+var errNotConnected = errors.New("not connected to NATS")
+
+// Run serves the ingress HTTP API on conn until ctx ends.
+func Run(ctx context.Context, conn *service.Conn, o Options, log *slog.Logger) error {
+	if err := natsx.EnsureTopology(ctx, conn.JS, conn.Names, conn.TopologyOr(o.Topology)); err != nil {
 		return err
 	}
 	gw, err := ingress.NewGateway(conn.NC, conn.JS, conn.Names, events.Source("ingress", o.Instance), log)

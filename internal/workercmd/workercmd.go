@@ -1,4 +1,4 @@
-package bubcmd
+package workercmd
 
 import (
 	"context"
@@ -8,24 +8,25 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/bubbus/bub/internal/channelset"
 	"github.com/bubbus/bub/internal/cli"
-	"github.com/bubbus/bub/internal/stack"
+	"github.com/bubbus/bub/internal/service"
 	"github.com/bubbus/bub/internal/telemetry"
 	"github.com/bubbus/bub/pkg/hooks/remote"
 	"github.com/bubbus/bub/pkg/llm"
 )
 
-// bindWorker registers the worker flags; models come from BUB_MODEL and
-// friends (see llm.ConfigFromEnv), remote interceptors from
-// BUB_INTERCEPTORS (see loadModels).
-func bindWorker(fs *pflag.FlagSet, o *stack.WorkerOptions, env *Env) {
+// Bind registers the worker flags (shared by the worker and the bub
+// commands that run turns: up, run, chat, hooks) and fills in what comes
+// from env; models come from BUB_MODEL and friends (see llm.ConfigFromEnv),
+// remote interceptors from BUB_INTERCEPTORS (see [Load]).
+func Bind(fs *pflag.FlagSet, o *Options, env service.Env) {
 	getenv := env.Getenv
 	o.Plugins = env.Plugins
 	o.SkillConfig = env.Lookup
-	o.Channels = stack.BuiltinChannels(getenv, env.logger())
+	o.Channels = channelset.Builtin(getenv, env.Logger())
 	wd, _ := os.Getwd()
 	fs.StringVar(&o.Workspace, "workspace", cli.EnvOr(getenv, "BUB_WORKSPACE", wd), "workspace directory the tools work in (env BUB_WORKSPACE)")
 	fs.IntVar(&o.Worker.Concurrency, "concurrency", envInt(getenv, "BUB_WORKER_CONCURRENCY", 256), "turns in flight per worker (env BUB_WORKER_CONCURRENCY)")
@@ -44,9 +45,9 @@ func envInt(getenv cli.Getenv, key string, def int) int {
 	return def
 }
 
-// loadModels reads the model configuration and the remote interceptors
+// Load reads the model configuration and the remote interceptors
 // (BUB_INTERCEPTORS, see remote.ConfigsFromEnv) from the environment.
-func loadModels(getenv cli.Getenv, o *stack.WorkerOptions) error {
+func Load(getenv cli.Getenv, o *Options) error {
 	cfg, err := llm.ConfigFromEnv(getenv)
 	if err != nil {
 		return fmt.Errorf("model configuration: %w", err)
@@ -58,35 +59,20 @@ func loadModels(getenv cli.Getenv, o *stack.WorkerOptions) error {
 	return nil
 }
 
-// NewWorker returns the worker service command.
-func NewWorker(env *Env) *cobra.Command {
-	getenv := env.Getenv
-	var o stack.WorkerOptions
-	return newServiceCommand(env, service{
-		name:    "worker",
-		short:   "Run turns: consume inbound envelopes, call models and tools, publish events and replies",
-		bind:    func(fs *pflag.FlagSet) { bindWorker(fs, &o, env) },
-		prepare: func(context.Context) error { return loadModels(getenv, &o) },
-		config: func() []any {
+// Service returns the worker service.
+func Service(env service.Env) service.Spec {
+	var o Options
+	return service.Spec{
+		Name:    "worker",
+		Short:   "Run turns: consume inbound envelopes, call models and tools, publish events and replies",
+		Bind:    func(fs *pflag.FlagSet) { Bind(fs, &o, env) },
+		Prepare: func(context.Context) error { return Load(env.Getenv, &o) },
+		Config: func() []any {
 			return []any{"models", o.Models, "workspace", o.Workspace, "interceptors", o.Interceptors}
 		},
-		run: func(ctx context.Context, conn *stack.Conn, instance string, log *slog.Logger) error {
+		Run: func(ctx context.Context, conn *service.Conn, instance string, log *slog.Logger) error {
 			o.Instance = instance
-			return stack.RunWorker(ctx, conn, o, log)
+			return Run(ctx, conn, o, log)
 		},
-	})
-}
-
-// NewRecorder returns the recorder service command.
-func NewRecorder(env *Env) *cobra.Command {
-	o := stack.RecorderOptions{Plugins: env.Plugins}
-	return newServiceCommand(env, service{
-		name:   "recorder",
-		short:  "Build tapes from lifecycle events (the only tape writer)",
-		config: func() []any { return nil },
-		run: func(ctx context.Context, conn *stack.Conn, instance string, log *slog.Logger) error {
-			o.Instance = instance
-			return stack.RunRecorder(ctx, conn, o, log)
-		},
-	})
+	}
 }

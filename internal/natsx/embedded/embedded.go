@@ -1,4 +1,4 @@
-package natsx
+package embedded
 
 import (
 	"errors"
@@ -11,9 +11,9 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// EmbeddedConfig configures the embedded nats-server of `bub` when no NATS
-// URL is given.
-type EmbeddedConfig struct {
+// Config configures the embedded nats-server of `bub` when no NATS URL is
+// given.
+type Config struct {
 	// StoreDir holds JetStream data (under the bub home directory).
 	StoreDir string
 	// Listen is host:port for client connections; "" listens nowhere
@@ -23,13 +23,13 @@ type EmbeddedConfig struct {
 	ConfigFile string
 }
 
-// Embedded is a running in-process nats-server with JetStream.
-type Embedded struct {
+// Server is a running in-process nats-server with JetStream.
+type Server struct {
 	srv *server.Server
 }
 
-// StartEmbedded starts a JetStream server storing data in cfg.StoreDir.
-func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
+// Start starts a JetStream server storing data in cfg.StoreDir.
+func Start(cfg Config) (*Server, error) {
 	if cfg.StoreDir == "" {
 		return nil, errors.New("embedded nats: store dir is required")
 	}
@@ -71,11 +71,11 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 		srv.Shutdown()
 		return nil, errors.New("embedded nats: not ready within 15s")
 	}
-	return &Embedded{srv: srv}, nil
+	return &Server{srv: srv}, nil
 }
 
 // ClientURL returns the URL clients dial, or "" without a listener.
-func (e *Embedded) ClientURL() string {
+func (e *Server) ClientURL() string {
 	if e.srv.Addr() == nil {
 		return ""
 	}
@@ -84,10 +84,10 @@ func (e *Embedded) ClientURL() string {
 
 // ConnectOption returns the option that makes nats.Connect use an
 // in-process connection to this server (no TCP).
-func (e *Embedded) ConnectOption() nats.Option { return nats.InProcessServer(e.srv) }
+func (e *Server) ConnectOption() nats.Option { return nats.InProcessServer(e.srv) }
 
 // Connect opens an in-process client connection.
-func (e *Embedded) Connect(name string, opts ...nats.Option) (*nats.Conn, error) {
+func (e *Server) Connect(name string, opts ...nats.Option) (*nats.Conn, error) {
 	opts = append([]nats.Option{nats.Name(name), e.ConnectOption()}, opts...)
 	nc, err := nats.Connect("", opts...)
 	if err != nil {
@@ -99,7 +99,7 @@ func (e *Embedded) Connect(name string, opts ...nats.Option) (*nats.Conn, error)
 // Shutdown stops the server and waits until it is down. It is the last
 // step of a drain: stop intake, finish turns, flush, drain connections,
 // then the server.
-func (e *Embedded) Shutdown() {
+func (e *Server) Shutdown() {
 	e.srv.Shutdown()
 	e.srv.WaitForShutdown()
 }

@@ -1,8 +1,9 @@
-package stack
+package workercmd
 
 import (
 	"log/slog"
 
+	"github.com/bubbus/bub/internal/service"
 	"github.com/bubbus/bub/internal/telemetry"
 	"github.com/bubbus/bub/pkg/hooks"
 	"github.com/bubbus/bub/pkg/hooks/remote"
@@ -11,7 +12,7 @@ import (
 // observeWorker registers a worker's observed metrics: the lag of the
 // shared inbound consumer, the dead-letter count and the calls of its
 // remote interceptors. The returned function unregisters them.
-func observeWorker(conn *Conn, plugins []hooks.Plugin, log *slog.Logger) func() {
+func observeWorker(conn *service.Conn, plugins []hooks.Plugin, log *slog.Logger) func() {
 	n := conn.Names
 	stopJS, err := telemetry.ObserveJetStream(conn.JS, []telemetry.Consumer{{Stream: n.InboundStream(), Consumer: n.WorkerConsumer()}}, n.DLQStream())
 	if err != nil {
@@ -24,18 +25,6 @@ func observeWorker(conn *Conn, plugins []hooks.Plugin, log *slog.Logger) func() 
 		stopRemote = func() error { return nil }
 	}
 	return func() { _ = stopJS(); _ = stopRemote() }
-}
-
-// observeRecorder registers the lag of the recorder's consumer. The
-// returned function unregisters it.
-func observeRecorder(conn *Conn, log *slog.Logger) func() {
-	n := conn.Names
-	stop, err := telemetry.ObserveJetStream(conn.JS, []telemetry.Consumer{{Stream: n.EventsStream(), Consumer: n.RecorderConsumer()}}, "")
-	if err != nil {
-		log.Warn("telemetry.observe_failed", "err", err)
-		return func() {}
-	}
-	return func() { _ = stop() }
 }
 
 // interceptorCalls reads the call counts of the remote interceptors among

@@ -1,4 +1,4 @@
-package bubcmd
+package service
 
 import (
 	"context"
@@ -12,11 +12,11 @@ import (
 // telemetryFlushTimeout bounds the final export of spans and metrics.
 const telemetryFlushTimeout = 5 * time.Second
 
-// setupTelemetry installs OpenTelemetry for a process running service
+// StartTelemetry installs OpenTelemetry for a process running service
 // (see telemetry.Setup: OTEL_* chooses the exporters, --metrics-addr
 // serves /metrics). The returned function flushes and stops it; call it
 // after the services stopped.
-func setupTelemetry(ctx context.Context, common *cli.Common, service string, log *slog.Logger) (func(), error) {
+func StartTelemetry(ctx context.Context, common *cli.Common, service string, log *slog.Logger) (func(), error) {
 	shutdown, err := telemetry.Setup(ctx, service,
 		telemetry.WithMetricsAddr(common.MetricsAddr),
 		telemetry.WithLogger(log))

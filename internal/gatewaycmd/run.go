@@ -1,4 +1,4 @@
-package stack
+package gatewaycmd
 
 import (
 	"context"
@@ -7,12 +7,13 @@ import (
 
 	"github.com/bubbus/bub/internal/gateway"
 	"github.com/bubbus/bub/internal/natsx"
+	"github.com/bubbus/bub/internal/service"
 	"github.com/bubbus/bub/pkg/channels"
 	"github.com/bubbus/bub/pkg/events"
 )
 
-// GatewayOptions configures [RunGateway].
-type GatewayOptions struct {
+// Options configures [Run].
+type Options struct {
 	Topology natsx.Topology
 	Instance string
 	// Enabled is the comma list of enabled channels (see channels.Select).
@@ -26,9 +27,9 @@ type GatewayOptions struct {
 	ShutdownGrace time.Duration
 }
 
-// RunGateway runs the gateway on conn until ctx ends, then drains it.
-func RunGateway(ctx context.Context, conn *Conn, o GatewayOptions, log *slog.Logger) error {
-	topo := conn.topology(o.Topology)
+// Run runs the gateway on conn until ctx ends, then drains it.
+func Run(ctx context.Context, conn *service.Conn, o Options, log *slog.Logger) error {
+	topo := conn.TopologyOr(o.Topology)
 	if err := natsx.EnsureTopology(ctx, conn.JS, conn.Names, topo); err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package stack
+package workercmd
 
 import (
 	"context"
@@ -11,11 +11,10 @@ import (
 	"github.com/bubbus/bub/internal/admission"
 	"github.com/bubbus/bub/internal/dlq"
 	"github.com/bubbus/bub/internal/natsx"
-	"github.com/bubbus/bub/internal/recorder"
+	"github.com/bubbus/bub/internal/service"
 	"github.com/bubbus/bub/internal/telemetry"
 	"github.com/bubbus/bub/internal/worker"
 	"github.com/bubbus/bub/pkg/agent"
-	"github.com/bubbus/bub/pkg/builtin"
 	"github.com/bubbus/bub/pkg/events"
 	"github.com/bubbus/bub/pkg/hooks"
 	"github.com/bubbus/bub/pkg/hooks/remote"
@@ -24,8 +23,8 @@ import (
 	"github.com/bubbus/bub/pkg/tape"
 )
 
-// WorkerOptions configures [RunWorker].
-type WorkerOptions struct {
+// Options configures [Run].
+type Options struct {
 	Worker    worker.Config
 	Topology  natsx.Topology
 	Instance  string
@@ -45,19 +44,19 @@ type WorkerOptions struct {
 	// CaptureContent puts prompts, responses and tool data on trace spans
 	// (BUB_OTEL_CAPTURE_CONTENT).
 	CaptureContent bool
-	// Channels returns the builtin channels (see [BuiltinChannels]); nil
+	// Channels returns the builtin channels (see channelset.Builtin); nil
 	// means none.
 	Channels hooks.ChannelsFunc
 	// SkillConfig resolves ${config.…} in skill bodies; nil = none.
 	SkillConfig skills.Lookup
-	// OnStarted, when set, is called once [RunWorker] has started and
+	// OnStarted, when set, is called once [Run] has started and
 	// consumes inbound envelopes.
 	OnStarted func()
 }
 
 // NewRuntime builds a worker's turn runtime on conn.
-func NewRuntime(ctx context.Context, conn *Conn, o WorkerOptions, log *slog.Logger) (*worker.Runtime, error) {
-	if err := natsx.EnsureTopology(ctx, conn.JS, conn.Names, conn.topology(o.Topology)); err != nil {
+func NewRuntime(ctx context.Context, conn *service.Conn, o Options, log *slog.Logger) (*worker.Runtime, error) {
+	if err := natsx.EnsureTopology(ctx, conn.JS, conn.Names, conn.TopologyOr(o.Topology)); err != nil {
 		return nil, err
 	}
 	state, err := conn.JS.KeyValue(ctx, conn.Names.StateBucket())
@@ -79,7 +78,7 @@ func NewRuntime(ctx context.Context, conn *Conn, o WorkerOptions, log *slog.Logg
 		NC: conn.NC, JS: conn.JS, Names: conn.Names,
 		Source:    events.Source("worker", o.Instance),
 		Instance:  o.Instance,
-		TapeStore: jetStreamTapes(conn),
+		TapeStore: func(ctx context.Context) (tape.Store, error) { return tape.NewJetStreamStore(ctx, conn.JS, conn.Names) },
 		State:     state,
 		Models:    o.Models,
 		Workspace: o.Workspace,
@@ -99,7 +98,7 @@ func NewRuntime(ctx context.Context, conn *Conn, o WorkerOptions, log *slog.Logg
 // starts and the registry reads them at registration, so it starts here,
 // before the runtime registers it (the registry's Start then does nothing
 // more).
-func interceptors(ctx context.Context, conn *Conn, o WorkerOptions, log *slog.Logger) ([]hooks.Plugin, error) {
+func interceptors(ctx context.Context, conn *service.Conn, o Options, log *slog.Logger) ([]hooks.Plugin, error) {
 	plugins := slices.Clone(o.Plugins)
 	for _, cfg := range o.Interceptors {
 		p, err := remote.New(conn.NC, conn.Names, cfg, log, remote.WithTraceContext(telemetry.TraceContext), remote.WithCallSpan(telemetry.InterceptorCall))
@@ -114,8 +113,8 @@ func interceptors(ctx context.Context, conn *Conn, o WorkerOptions, log *slog.Lo
 	return plugins, nil
 }
 
-// RunWorker consumes inbound envelopes on conn until ctx ends, then drains.
-func RunWorker(ctx context.Context, conn *Conn, o WorkerOptions, log *slog.Logger) error {
+// Run consumes inbound envelopes on conn until ctx ends, then drains.
+func Run(ctx context.Context, conn *service.Conn, o Options, log *slog.Logger) error {
 	// Start the remote interceptors here, so that observeWorker sees them.
 	plugins, err := interceptors(ctx, conn, o, log)
 	if err != nil {
@@ -130,7 +129,7 @@ func RunWorker(ctx context.Context, conn *Conn, o WorkerOptions, log *slog.Logge
 		JS: conn.JS, Names: conn.Names,
 		Source: events.Source("worker", o.Instance),
 		Hooks:  rt.Hooks(), Outbox: rt, Next: rt,
-		TTL:   conn.topology(o.Topology).TurnTTL,
+		TTL:   conn.TopologyOr(o.Topology).TurnTTL,
 		Owner: o.Instance,
 		Log:   log,
 	})
@@ -165,78 +164,4 @@ func RunWorker(ctx context.Context, conn *Conn, o WorkerOptions, log *slog.Logge
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
 	defer cancel()
 	return errors.Join(runErr, rt.Close(cctx))
-}
-
-// RecorderOptions configures [RunRecorder].
-type RecorderOptions struct {
-	Recorder recorder.Config
-	Topology natsx.Topology
-	Instance string
-	// Plugins are registered after the builtin plugin, in order; the
-	// recorder writes through the store their provide_tape_store
-	// resolves (the builtin's is JetStream).
-	Plugins []hooks.Plugin
-}
-
-// RunRecorder builds tapes from lifecycle events on conn until ctx ends.
-func RunRecorder(ctx context.Context, conn *Conn, o RecorderOptions, log *slog.Logger) error {
-	if err := natsx.EnsureTopology(ctx, conn.JS, conn.Names, conn.topology(o.Topology)); err != nil {
-		return err
-	}
-	state, err := conn.JS.KeyValue(ctx, conn.Names.StateBucket())
-	if err != nil {
-		return fmt.Errorf("binding state bucket: %w", err)
-	}
-	return WithTapeStore(ctx, conn, o.Plugins, log, func(store tape.Store) error {
-		rs, ok := store.(recorder.Store)
-		if !ok {
-			return fmt.Errorf("the tape store %T cannot archive (tape.Archiver), which the recorder needs for tape.reset archive=true", store)
-		}
-		defer observeRecorder(conn, log)()
-		return recorder.New(o.Recorder, conn.JS, conn.Names, rs, state, log).Run(ctx)
-	})
-}
-
-// StartupRegistry returns a registry of the builtin plugin, whose startup
-// and scope hooks answer from st, and then plugins, in order; nothing is
-// started. Processes that run no turns (the CLI, the recorder, `bub tape`)
-// call their startup and scope hooks on it.
-func StartupRegistry(st builtin.Startup, plugins []hooks.Plugin, log *slog.Logger) (*hooks.Registry[tape.Store, tape.Context], error) {
-	reg := hooks.New[tape.Store, tape.Context](hooks.WithLogger(log))
-	for _, p := range append([]hooks.Plugin{builtin.New(builtin.Options{Startup: st})}, plugins...) {
-		if err := reg.Register(p); err != nil {
-			return nil, err
-		}
-	}
-	return reg, nil
-}
-
-// jetStreamTapes opens the JetStream tape store on conn: the builtin
-// plugin's provide_tape_store in every runtime.
-func jetStreamTapes(conn *Conn) func(context.Context) (tape.Store, error) {
-	return func(ctx context.Context) (tape.Store, error) { return tape.NewJetStreamStore(ctx, conn.JS, conn.Names) }
-}
-
-// WithTapeStore runs body with the tape store of a runtime scope: a
-// registry of the builtin plugin (which provides JetStream) and plugins,
-// started, its scope open for the duration of body and closed after it.
-func WithTapeStore(ctx context.Context, conn *Conn, plugins []hooks.Plugin, log *slog.Logger, body func(tape.Store) error) (err error) {
-	reg, err := StartupRegistry(builtin.Startup{TapeStore: jetStreamTapes(conn)}, plugins, log)
-	if err != nil {
-		return err
-	}
-	if err := reg.Start(ctx); err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, reg.Close(context.WithoutCancel(ctx))) }()
-	scope, err := reg.OpenScope(ctx)
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, scope.Close(context.WithoutCancel(ctx))) }()
-	store := scope.TapeStore()
-	if store == nil {
-		return errors.New("no plugin provides a tape store (provide_tape_store)")
-	}
-	return body(store)
 }

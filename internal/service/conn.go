@@ -1,0 +1,79 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/bubbus/bub/internal/cli"
+	"github.com/bubbus/bub/internal/natsx"
+	"github.com/bubbus/bub/pkg/subjects"
+)
+
+// Conn is a NATS connection with JetStream and the deployment's names.
+type Conn struct {
+	NC    *nats.Conn
+	JS    jetstream.JetStream
+	Names subjects.Names
+	// Topology is the deployment's topology from the configuration; a
+	// service whose options name none uses it.
+	Topology natsx.Topology
+}
+
+// ErrNoURL is returned when a service has no NATS URL: a service never
+// embeds a server.
+var ErrNoURL = errors.New("no NATS URL: set --nats or BUB_NATS_URL")
+
+// Dial connects to the cluster of common's NATS settings with the
+// connection name name.
+func Dial(ctx context.Context, common *cli.Common, name string, log *slog.Logger) (*Conn, error) {
+	if common.NATS.URL == "" {
+		return nil, ErrNoURL
+	}
+	cfg := common.NATS
+	cfg.Name = name
+	nc, err := natsx.Connect(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	return NewConn(nc, common)
+}
+
+// NewConn returns the Conn of nc (a dialled or an in-process connection)
+// with common's names and topology. On error it closes nc.
+func NewConn(nc *nats.Conn, common *cli.Common) (*Conn, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	return &Conn{NC: nc, JS: js, Names: common.Names(), Topology: common.Topology}, nil
+}
+
+// TopologyOr returns t, or the connection's topology when t is zero.
+func (c *Conn) TopologyOr(t natsx.Topology) natsx.Topology {
+	if t == (natsx.Topology{}) {
+		return c.Topology
+	}
+	return t
+}
+
+// Close drains c: pending publishes are flushed and subscriptions end.
+func (c *Conn) Close() {
+	done := make(chan struct{})
+	c.NC.SetClosedHandler(func(*nats.Conn) { close(done) })
+	if err := c.NC.Drain(); err != nil {
+		c.NC.Close()
+		return
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		c.NC.Close()
+	}
+}
