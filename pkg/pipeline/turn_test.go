@@ -71,7 +71,7 @@ func TestProcessInboundStages(t *testing.T) {
 	fw := newPipeline(t, p)
 	msg := inbound()
 
-	res, err := fw.ProcessInbound(t.Context(), msg)
+	res, err := fw.ProcessInbound(t.Context(), pipeline.Turn{Inbound: hooks.Inbound{Message: msg}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestProcessInboundLoadStateMerge(t *testing.T) {
 	}}
 	fw := newPipeline(t, low, none, high, model)
 
-	res, err := fw.ProcessInbound(t.Context(), inbound())
+	res, err := fw.ProcessInbound(t.Context(), pipeline.Turn{Inbound: hooks.Inbound{Message: inbound()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestProcessInboundBuildPrompt(t *testing.T) {
 			fw := newPipeline(t, model,
 				&plug{name: "low", j: j, buildPrompt: tt.low},
 				&plug{name: "high", j: j, buildPrompt: tt.high})
-			res, err := fw.ProcessInbound(t.Context(), inbound())
+			res, err := fw.ProcessInbound(t.Context(), pipeline.Turn{Inbound: hooks.Inbound{Message: inbound()}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -266,7 +266,7 @@ func TestProcessInboundModelStage(t *testing.T) {
 			fw := newPipeline(t, errs, p)
 			msg := inbound()
 
-			res, err := fw.ProcessInbound(t.Context(), msg)
+			res, err := fw.ProcessInbound(t.Context(), pipeline.Turn{Inbound: hooks.Inbound{Message: msg}})
 
 			if len(saves) != 1 {
 				t.Fatalf("save_state ran %d times, want once", len(saves))
@@ -357,7 +357,7 @@ func TestProcessInboundFailures(t *testing.T) {
 			fw := newPipeline(t, errs, p)
 			msg := inbound()
 
-			_, err := fw.ProcessInbound(t.Context(), msg)
+			_, err := fw.ProcessInbound(t.Context(), pipeline.Turn{Inbound: hooks.Inbound{Message: msg}})
 
 			if !errors.Is(err, fail) {
 				t.Fatalf("turn error = %v, want %v", err, fail)
@@ -410,7 +410,7 @@ func TestProcessInboundWithoutModel(t *testing.T) {
 			fw := newPipeline(t, errs, p)
 			msg := inbound()
 
-			res, err := fw.ProcessInbound(t.Context(), msg)
+			res, err := fw.ProcessInbound(t.Context(), pipeline.Turn{Inbound: hooks.Inbound{Message: msg}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -443,7 +443,7 @@ func TestProcessInboundRunModelOnly(t *testing.T) {
 		},
 	}
 	fw := newPipeline(t, p)
-	res, err := fw.ProcessInbound(t.Context(), inbound())
+	res, err := fw.ProcessInbound(t.Context(), pipeline.Turn{Inbound: hooks.Inbound{Message: inbound()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -478,7 +478,7 @@ func TestProcessInboundAddressesOutbounds(t *testing.T) {
 	fw := newPipeline(t, low, high)
 	msg := &envelope.Envelope{ID: "in-7", Content: "x", Channel: "cli", ChatID: "c1"}
 
-	res, err := fw.ProcessInbound(t.Context(), msg)
+	res, err := fw.ProcessInbound(t.Context(), pipeline.Turn{Inbound: hooks.Inbound{Message: msg}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -523,7 +523,7 @@ func TestProcessInboundSessionOfInbound(t *testing.T) {
 			fw := newPipeline(t, p)
 			msg := inbound()
 			msg.SessionID = tt.session
-			res, err := fw.ProcessInbound(t.Context(), msg)
+			res, err := fw.ProcessInbound(t.Context(), pipeline.Turn{Inbound: hooks.Inbound{Message: msg}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -564,7 +564,7 @@ func TestProcessInboundNormalizes(t *testing.T) {
 			fw := newPipeline(t, p)
 			msg := inbound()
 			msg.Context = tt.context
-			if _, err := fw.ProcessInbound(t.Context(), msg); err != nil {
+			if _, err := fw.ProcessInbound(t.Context(), pipeline.Turn{Inbound: hooks.Inbound{Message: msg}}); err != nil {
 				t.Fatal(err)
 			}
 			if seen != msg || seenCtx != tt.wantCtx {
