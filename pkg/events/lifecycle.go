@@ -24,28 +24,30 @@ type RunStarted struct {
 
 // RunMetadata is what a run records about itself beyond its prompt and
 // model (the metadata object of run.started).
+//
+// Its JSON keys are in sorted order, as they were when it was a map.
 type RunMetadata struct {
+	// AllowedSkills is the turn state's allowed_skills, nil when the state
+	// has none (Bub's loop.start tape event records it).
+	AllowedSkills any `json:"allowed_skills,omitempty"`
+	// AllowedTools limits the tools offered to the model, nil for all
+	// (recorded like AllowedSkills).
+	AllowedTools []string `json:"allowed_tools"`
 	// Answers is the inbound delivery the run answers; zero for a run
 	// that answers none (a subagent's, a local one).
 	Answers
-	// AllowedTools limits the tools offered to the model, nil for all
-	// (Bub's loop.start tape event records it).
-	AllowedTools []string `json:"allowed_tools"`
-	// AllowedSkills is the turn state's allowed_skills, nil when the state
-	// has none (recorded like AllowedTools).
-	AllowedSkills any `json:"allowed_skills,omitempty"`
 }
 
 // Answers names the inbound delivery a run answers: the recorder moves
 // the session's inbound watermark to InboundSeq when it commits the run
 // (read-your-writes) and tells reruns of EnvelopeID apart by Delivery.
 type Answers struct {
+	// Delivery counts the envelope's deliveries (1 = first).
+	Delivery uint64 `json:"delivery,omitempty"`
 	// EnvelopeID is the inbound envelope's id.
 	EnvelopeID string `json:"envelope_id,omitempty"`
 	// InboundSeq is the envelope's inbound stream sequence.
 	InboundSeq uint64 `json:"inbound_seq,omitempty"`
-	// Delivery counts the envelope's deliveries (1 = first).
-	Delivery uint64 `json:"delivery,omitempty"`
 }
 
 // Run statuses of [RunFinished].
