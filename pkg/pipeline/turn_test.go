@@ -1,6 +1,7 @@
 package pipeline_test
 
 import (
+	"context"
 	"errors"
 	"reflect"
 	"slices"
@@ -109,6 +110,49 @@ func TestProcessInboundStages(t *testing.T) {
 		t.Errorf("state = %v, want %v", got, wantState)
 	}
 }
+
+// TestProcessInboundResolvedSession: a turn whose caller resolved the
+// session already (the worker's admission gate) does not call
+// resolve_session again; every stage and the message get that session,
+// and the model stage gets the turn's delivery.
+func TestProcessInboundResolvedSession(t *testing.T) {
+	j := &journal{}
+	var run hooks.RunModelInput
+	var loaded string
+	p := &plug{name: "p", j: j,
+		resolveSession: func(hooks.ResolveSessionInput) (string, bool, error) { return "other", true, nil },
+		loadState: func(in hooks.LoadStateInput) (map[string]any, error) {
+			loaded = in.SessionID
+			return nil, nil
+		},
+		runModel: func(in hooks.RunModelInput) (string, bool, error) {
+			run = in
+			return "ok", true, nil
+		},
+	}
+	fw := newPipeline(t, p)
+	steer := &drained{}
+	in := pipeline.Turn{Inbound: hooks.Inbound{Message: inbound(), StreamSeq: 7, Delivery: 2, Steering: steer}, SessionID: "routed"}
+
+	res, err := fw.ProcessInbound(t.Context(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(j.calls, "p:resolve_session") {
+		t.Errorf("calls = %q: resolve_session ran for a resolved session", j.calls)
+	}
+	if res.SessionID != "routed" || loaded != "routed" || in.Message.SessionID != "routed" || run.SessionID != "routed" {
+		t.Errorf("session: result %q, load_state %q, message %q, run_model %q; want routed everywhere", res.SessionID, loaded, in.Message.SessionID, run.SessionID)
+	}
+	if d := run.Inbound; d == nil || d.Message != in.Message || d.StreamSeq != 7 || d.Delivery != 2 || d.Steering != steer {
+		t.Errorf("run_model inbound = %+v, want the message, stream seq 7, delivery 2 and the steering inbox", d)
+	}
+}
+
+// drained is a steering inbox that never has messages.
+type drained struct{}
+
+func (*drained) Drain(context.Context) ([]*envelope.Envelope, error) { return nil, nil }
 
 // TestProcessInboundLoadStateMerge: load_state results are merged over the
 // framework's seed (_runtime_workspace) so that the higher-priority
