@@ -16,10 +16,6 @@ import (
 	"github.com/bubbus/bub/pkg/tape"
 )
 
-// TempPrefix starts the ids of temporary sessions (e.g. subagents'), whose
-// runs are never recorded (Bub never merges their forks).
-const TempPrefix = "temp/"
-
 // Config configures a recorder. The zero value means the defaults.
 type Config struct {
 	// Lanes is the number of sessions committed in parallel (16). Events of

@@ -16,6 +16,7 @@ import (
 	"github.com/bubbus/bub/pkg/events"
 	"github.com/bubbus/bub/pkg/tape"
 	"github.com/bubbus/bub/pkg/taperec"
+	"github.com/bubbus/bub/pkg/tools"
 )
 
 // lane commits the runs of the sessions hashed to it, one event at a time.
@@ -126,7 +127,7 @@ func (l *lane) handle(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 	runID, session := events.RunID(ev), events.SessionID(ev)
-	if strings.HasPrefix(session, TempPrefix) {
+	if strings.HasPrefix(session, tools.TempSessionPrefix) {
 		_ = msg.Ack() // temporary sessions (subagents) are never recorded
 		return
 	}

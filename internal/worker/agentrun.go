@@ -106,7 +106,7 @@ type spawner struct {
 
 // Spawn runs a subagent on its own session with a copy of the parent
 // state and returns its text, with "[Error: …]" appended when it failed
-// (Bub's subagent tool). Sessions under "temp/" are not recorded.
+// (Bub's subagent tool). Sessions under tools.TempSessionPrefix are not recorded.
 func (s *spawner) Spawn(ctx context.Context, req tools.SpawnRequest) (string, error) {
 	state := bub.NewState(s.parent.Snapshot())
 	state.Set(bub.StateSessionID, req.Session)
@@ -137,7 +137,11 @@ func errorMessage(err error) string {
 type runKey struct{}
 
 // withRun records the running run in ctx, so hook decisions made during
-// it are reported as events of that run and session.
+// it are reported as events of that run and session. It rides in ctx
+// because the hook registry calls its decision observer with only ctx and
+// the decision, from inside whichever hook the run's agent dispatched; it
+// is optional, request-scoped data: a decision outside a run (in load_state,
+// dispatch_outbound) belongs to no run and is not reported as a run event.
 func withRun(ctx context.Context, r *runTape) context.Context {
 	return context.WithValue(ctx, runKey{}, r)
 }
