@@ -212,11 +212,11 @@ func (rt *Runtime) saveLastTurn(t *turn, session string, inboundSeq uint64) {
 
 // awaitEarlierTurns waits until the recorder committed the session's
 // newest finished turn (read-your-writes), at most ReadYourWrites; when the
-// wait times out the turn proceeds and says so with a tape.stale event
-// (of run runID, "" before the turn's run exists). inboundSeq is the
+// wait times out the turn proceeds and says so with a tape.stale event (of
+// no run: the turn waits before its first stage). inboundSeq is the
 // inbound stream sequence of the waiting turn, which waits for no turn
 // when it is the newest finished one itself (it ran before, redelivered).
-func (rt *Runtime) awaitEarlierTurns(ctx context.Context, session, runID string, inboundSeq uint64) {
+func (rt *Runtime) awaitEarlierTurns(ctx context.Context, session string, inboundSeq uint64) {
 	if rt.o.State == nil {
 		return
 	}
@@ -237,7 +237,7 @@ func (rt *Runtime) awaitEarlierTurns(ctx context.Context, session, runID string,
 	}
 	rt.log.Warn("worker.tape_stale", "session", session, "want", want, "have", ix.Watermark(taperec.WatermarkInbound), "err", err)
 	data := events.TapeStaleData{Tape: session, Watermark: want, Committed: ix.Watermark(taperec.WatermarkInbound), WaitedMS: time.Since(start).Milliseconds()}
-	if err := rt.publish(ctx, events.TypeTapeStale, session, runID, data); err != nil {
+	if err := rt.publish(ctx, events.TypeTapeStale, session, data); err != nil {
 		rt.log.Warn("worker.tape_stale_event_failed", "err", err)
 	}
 }

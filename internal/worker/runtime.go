@@ -240,7 +240,7 @@ func (rt *Runtime) Process(ctx context.Context, in Inbound) (err error) {
 	conn := watchConn(rt.o.NC)
 	session := rt.session(ctx, in)
 	if session != "" {
-		rt.awaitEarlierTurns(ctx, session, "", in.StreamSeq)
+		rt.awaitEarlierTurns(ctx, session, in.StreamSeq)
 	}
 	_, err = rt.fw.ProcessInbound(ctx, pipeline.Turn{
 		Inbound:   hooks.Inbound{Message: in.Envelope, StreamSeq: in.StreamSeq, Delivery: in.Delivery, Steering: in.Steering},
@@ -337,10 +337,10 @@ func (rt *Runtime) Send(ctx context.Context, env *envelope.Envelope) error {
 	return nil
 }
 
-// publish sends one standalone event (not part of a run's ordered stream)
-// and waits for its acknowledgement.
-func (rt *Runtime) publish(ctx context.Context, typ, session, runID string, data any) error {
-	ev, err := events.New(typ, tracedAttrs(ctx, events.Attrs{Source: rt.o.Source, SessionID: session, RunID: runID}), data)
+// publish sends one standalone event of session (of no run) and waits for
+// its acknowledgement.
+func (rt *Runtime) publish(ctx context.Context, typ, session string, data any) error {
+	ev, err := events.New(typ, tracedAttrs(ctx, events.Attrs{Source: rt.o.Source, SessionID: session}), data)
 	if err != nil {
 		return err
 	}
