@@ -115,9 +115,10 @@ func samples() map[string]func(events.Attrs) (ce.Event, error) {
 			a.ID, a.Seq, a.Source, a.SessionID = env.ID+"/dropped", 0, events.Source("worker", "w1"), m.SessionID
 			return events.New(events.TypeTurnDropped, a, events.TurnDroppedData{EnvelopeID: env.ID, Reason: "admit_message"})
 		},
-		// As the worker publishes it: in a run, outside its event sequence.
+		// As the worker publishes it: before the turn's first stage, so of
+		// no run.
 		events.TypeTapeStale: func(a events.Attrs) (ce.Event, error) {
-			a.Seq, a.RunID, a.SessionID = 0, m.RunID, m.SessionID
+			a.Seq, a.SessionID = 0, m.SessionID
 			return events.New(events.TypeTapeStale, a, events.TapeStaleData{Tape: "3f2a9c__b81e07", Watermark: 120, Committed: 117, WaitedMS: 2000})
 		},
 		events.TypeDeadLetter: direct(events.TypeDeadLetter, events.DeadLetterData{Reason: "undecodable", Error: "not a CloudEvent",
@@ -180,10 +181,10 @@ func checkExample(t *testing.T, schemas *schemaSet, name, typ string, file []byt
 	if err != nil {
 		t.Fatalf("Decode: %v", err)
 	}
-	// Envelopes and dropped turns belong to no run: no runid, no seq;
-	// tape.stale has a run but no place in its sequence.
-	runless := typ == events.TypeEnvelopeInbound || typ == events.TypeEnvelopeOutbound || typ == events.TypeTurnDropped
-	unsequenced := runless || typ == events.TypeTapeStale
+	// Envelopes, dropped turns and stale-tape reports belong to no run:
+	// no runid, no seq.
+	runless := typ == events.TypeEnvelopeInbound || typ == events.TypeEnvelopeOutbound || typ == events.TypeTurnDropped || typ == events.TypeTapeStale
+	unsequenced := runless
 	if e.Type() != typ || events.SessionID(e) != sampleMeta.SessionID || (events.RunID(e) == sampleMeta.RunID) == runless || (events.Seq(e) == 0) != unsequenced {
 		t.Fatalf("decoded attributes: type %s session %q run %q seq %d", e.Type(), events.SessionID(e), events.RunID(e), events.Seq(e))
 	}
