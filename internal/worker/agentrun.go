@@ -106,7 +106,8 @@ type spawner struct {
 
 // Spawn runs a subagent on its own session with a copy of the parent
 // state and returns its text, with "[Error: …]" appended when it failed
-// (Bub's subagent tool). Sessions under tools.TempSessionPrefix are not recorded.
+// (Bub's subagent tool). Sessions under tools.TempSessionPrefix are not
+// recorded.
 func (s *spawner) Spawn(ctx context.Context, req tools.SpawnRequest) (string, error) {
 	state := bub.NewState(s.parent.Snapshot())
 	state.Set(bub.StateSessionID, req.Session)

@@ -270,13 +270,15 @@ func (rt *Runtime) Process(ctx context.Context, in Inbound) (err error) {
 // session returns the session of the turn of in: the one the admission
 // gate resolved, else resolve_session's answer (a runtime used without the
 // gate), so that the turn can wait for the session's earlier turns before
-// its first stage and resolve_session still runs once. When resolve_session
-// fails it returns "": the pipeline then resolves the session itself and
-// reports the failure as the turn's.
+// its first stage and resolve_session still runs once; it then sees the
+// message normalized, as in the pipeline. When resolve_session fails it
+// returns "": the pipeline then resolves the session itself and reports
+// the failure as the turn's.
 func (rt *Runtime) session(ctx context.Context, in Inbound) string {
 	if in.Session != "" {
 		return in.Session
 	}
+	in.Envelope.Normalize()
 	session, err := rt.reg.ResolveSession(ctx, hooks.ResolveSessionInput{Message: in.Envelope})
 	if err != nil {
 		return ""
