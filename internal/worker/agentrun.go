@@ -339,7 +339,7 @@ func (r *runTape) EnsureBootstrapAnchor(ctx context.Context) error {
 	if ix.Anchors > 0 {
 		return nil
 	}
-	return r.Handoff(ctx, tape.BootstrapAnchor, map[string]any{"owner": "human"})
+	return r.Handoff(ctx, tape.BootstrapAnchor, tape.BootstrapState())
 }
 
 // Handoff records an anchor and a handoff event.

@@ -248,7 +248,7 @@ func (p *Plugin) RenderOutbound(_ context.Context, in hooks.RenderOutboundInput)
 		Channel:       m.ChannelOrDefault(),
 		ChatID:        m.ChatIDOrDefault(),
 		Content:       in.ModelOutput,
-		OutputChannel: orDefault(m.OutputChannel, "default"),
+		OutputChannel: orDefault(m.OutputChannel, envelope.Default),
 		Kind:          orDefault(m.Kind, envelope.KindNormal),
 	}}, nil
 }

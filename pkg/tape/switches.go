@@ -1,9 +1,5 @@
 package tape
 
-// BootstrapAnchor is the anchor a tape starts from: handed off when a tape
-// has none ([Tape.EnsureBootstrapAnchor]) and after every reset.
-const BootstrapAnchor = "session/start"
-
 // The tape events that switch a session's model settings from the next
 // turn on (the model and reasoning_effort commands record them); their
 // data is {model} and {reasoning_effort}.

@@ -213,6 +213,15 @@ func (t Tape) Handoff(ctx context.Context, name string, state map[string]any, me
 	return t.store.Append(ctx, t.name, HandoffEntries(name, state, meta))
 }
 
+// BootstrapAnchor is the anchor a tape starts from: handed off, with
+// [BootstrapState], when a tape has none ([Tape.EnsureBootstrapAnchor])
+// and after every reset.
+const BootstrapAnchor = "session/start"
+
+// BootstrapState returns the state of a new [BootstrapAnchor] handoff:
+// {owner: human}.
+func BootstrapState() map[string]any { return map[string]any{"owner": "human"} }
+
 // EnsureBootstrapAnchor hands off [BootstrapAnchor] {owner: human} when the
 // tape has no anchor. It reads only the index.
 func (t Tape) EnsureBootstrapAnchor(ctx context.Context) error {
@@ -223,7 +232,7 @@ func (t Tape) EnsureBootstrapAnchor(ctx context.Context) error {
 	if ix.Anchors > 0 {
 		return nil
 	}
-	_, err = t.Handoff(ctx, BootstrapAnchor, map[string]any{"owner": "human"})
+	_, err = t.Handoff(ctx, BootstrapAnchor, BootstrapState())
 	return err
 }
 
@@ -233,7 +242,7 @@ func (t Tape) EnsureBootstrapAnchor(ctx context.Context) error {
 // [BootstrapAnchor] handoff (state {owner: human, archived?: location}) are
 // one atomic batch.
 func (t Tape) Reset(ctx context.Context, archive bool) (string, error) {
-	state := map[string]any{"owner": "human"}
+	state := BootstrapState()
 	result := "ok"
 	if archive {
 		a, err := archiverOf(t.store)

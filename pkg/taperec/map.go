@@ -124,7 +124,7 @@ func tapeEvent(p *events.TapeEventData, meta map[string]any, date string) Batch 
 		return Batch{Entries: stamp(tape.HandoffEntries(name, state, []map[string]any{meta})...)}
 	case EventReset:
 		archive, _ := p.Data["archive"].(bool)
-		start := tape.HandoffEntries(tape.BootstrapAnchor, map[string]any{"owner": "human"}, []map[string]any{meta})
+		start := tape.HandoffEntries(tape.BootstrapAnchor, tape.BootstrapState(), []map[string]any{meta})
 		return Batch{Reset: true, Archive: archive, Entries: stamp(start...)}
 	}
 	data := p.Data
