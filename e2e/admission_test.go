@@ -176,7 +176,7 @@ func (s *admissionStack) workerOf(t *testing.T, session, id string) string {
 			continue
 		}
 		var d events.RunStartedData
-		if events.DecodeData(ev, &d) == nil && d.Metadata["envelope_id"] == id {
+		if events.DecodeData(ev, &d) == nil && d.Metadata.EnvelopeID == id {
 			return strings.TrimPrefix(ev.Source(), "/bub/worker/")
 		}
 	}

@@ -101,7 +101,7 @@ func (p *turns) Process(ctx context.Context, in worker.Inbound) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	if s := worker.SteeringFrom(ctx); s != nil && p.drain {
+	if s := in.Steering; s != nil && p.drain {
 		msgs, err := s.Drain(ctx)
 		if err != nil {
 			return err

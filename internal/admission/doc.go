@@ -2,7 +2,8 @@
 // workers: Bub's admit_message with a cluster-wide turn registry.
 //
 // Before a worker runs a turn, the [Gate] (a worker.Processor wrapping the
-// turn runtime) resolves the session, asks admit_message with a
+// turn runtime) resolves the session (once: it passes the answer on in
+// worker.Inbound, with the turn's steering inbox), asks admit_message with a
 // hooks.TurnSnapshot computed from the [Registry] (JetStream KV bucket
 // bub_turns: one key per running turn and per waiting follow-up, each with
 // a per-key TTL its worker heartbeats, so a dead worker's entry expires),

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bubbus/bub/internal/replies"
 	"github.com/bubbus/bub/internal/worker"
+	"github.com/bubbus/bub/pkg/builtin"
 	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/events"
 	"github.com/bubbus/bub/pkg/hooks"
@@ -34,11 +35,6 @@ type Hooks interface {
 	NotifyError(ctx context.Context, in hooks.OnErrorInput)
 }
 
-// Outbox publishes an outbound envelope (worker.Runtime implements it).
-type Outbox interface {
-	Send(ctx context.Context, env *envelope.Envelope) error
-}
-
 // Options configure [NewGate].
 type Options struct {
 	JS    jetstream.JetStream
@@ -47,8 +43,8 @@ type Options struct {
 	Source string
 	// Hooks resolve sessions and decide admissions.
 	Hooks Hooks
-	// Outbox answers dropped messages.
-	Outbox Outbox
+	// Outbox answers dropped messages (worker.Runtime implements it).
+	Outbox builtin.Outbox
 	// Next runs admitted turns (the worker's runtime).
 	Next worker.Processor
 	// TTL of registry keys (30s): how long a dead worker's turns count.
@@ -132,7 +128,7 @@ func (g *Gate) Process(ctx context.Context, in worker.Inbound) error {
 	session, err := g.o.Hooks.ResolveSession(ctx, hooks.ResolveSessionInput{Message: env})
 	if err != nil {
 		log.Warn("admission.resolve_failed", "err", err)
-		g.o.Hooks.NotifyError(ctx, hooks.OnErrorInput{Stage: "resolve_session", Err: err, Message: env})
+		g.o.Hooks.NotifyError(ctx, hooks.OnErrorInput{Stage: string(hooks.HookResolveSession), Err: err, Message: env})
 		return g.finish(ctx, env.ID, nil)
 	}
 	if env.SessionID == "" {
@@ -193,7 +189,7 @@ func (g *Gate) decide(ctx context.Context, in worker.Inbound, session string) (h
 	d, err := g.o.Hooks.AdmitMessage(ctx, hooks.AdmitMessageInput{SessionID: session, Message: env, Turn: snap})
 	if err != nil {
 		g.log.Warn("admission.admit_failed", "envelope", env.ID, "err", err)
-		g.o.Hooks.NotifyError(ctx, hooks.OnErrorInput{Stage: "admit_message", Err: err, Message: env})
+		g.o.Hooks.NotifyError(ctx, hooks.OnErrorInput{Stage: string(hooks.HookAdmitMessage), Err: err, Message: env})
 		return process, snap, nil
 	}
 	switch d.Action {
@@ -226,7 +222,7 @@ func (g *Gate) Snapshot(ctx context.Context, session, self string, selfSeq uint6
 
 // drop records the decision and tells the sender.
 func (g *Gate) drop(ctx context.Context, session string, env *envelope.Envelope) error {
-	if err := g.dropped(ctx, session, env, "admit_message"); err != nil {
+	if err := g.dropped(ctx, session, env, string(hooks.HookAdmitMessage)); err != nil {
 		return err
 	}
 	out := &envelope.Envelope{
@@ -311,8 +307,9 @@ func (g *Gate) followUp(ctx context.Context, in worker.Inbound, session string, 
 	return g.run(ctx, in, session, wait)
 }
 
-// run registers the turn as running, runs it with the session's steering
-// inbox, and afterwards commits or releases what it took. wait, when not
+// run registers the turn as running, runs it with its resolved session
+// and the session's steering inbox, and afterwards commits or releases
+// what it took. wait, when not
 // nil, is the follow-up's wait key, removed once the run key exists.
 func (g *Gate) run(ctx context.Context, in worker.Inbound, session string, wait *lease) error {
 	env := in.Envelope
@@ -328,8 +325,9 @@ func (g *Gate) run(ctx context.Context, in worker.Inbound, session string, wait 
 		wait.end(ctx)
 	}
 	inbox := g.steer.Inbox(session, env.ID)
+	in.Session, in.Steering = session, inbox
 	tctx, untrack := g.local.track(ctx, session, env.ID)
-	err = g.o.Next.Process(worker.WithSteering(tctx, inbox), in)
+	err = g.o.Next.Process(tctx, in)
 	quit := errors.Is(context.Cause(tctx), worker.ErrQuit)
 	untrack()
 	cctx := context.WithoutCancel(ctx)

@@ -218,7 +218,7 @@ func (s *Steering) reinject(ctx context.Context, session string, env *envelope.E
 }
 
 // Inbox is one turn's view of its session's steering queue
-// (worker.Steering): Drain claims the waiting messages for the turn.
+// (hooks.Steering): Drain claims the waiting messages for the turn.
 type Inbox struct {
 	s       *Steering
 	session string

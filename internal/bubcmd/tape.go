@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bubbus/bub/internal/cli"
-	"github.com/bubbus/bub/internal/recorder"
 	"github.com/bubbus/bub/internal/recordercmd"
 	"github.com/bubbus/bub/internal/stack"
 	"github.com/bubbus/bub/pkg/events"
@@ -207,7 +206,7 @@ func publishTapeEvent(ctx context.Context, c *tapeClient, session, name string, 
 	if err != nil {
 		return err
 	}
-	_, err = c.store.WaitWatermark(ctx, session, recorder.WatermarkEvents, max(ack.Sequence, before.Watermark(recorder.WatermarkEvents)))
+	_, err = c.store.WaitWatermark(ctx, session, taperec.WatermarkEvents, max(ack.Sequence, before.Watermark(taperec.WatermarkEvents)))
 	return err
 }
 

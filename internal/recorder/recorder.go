@@ -16,20 +16,6 @@ import (
 	"github.com/bubbus/bub/pkg/tape"
 )
 
-// Watermark keys the recorder maintains in every tape's index.
-const (
-	// WatermarkEvents is the events-stream sequence of the newest event
-	// committed to the tape.
-	WatermarkEvents = "events"
-	// WatermarkInbound is the inbound-stream sequence of the newest
-	// envelope whose run was committed (read-your-writes for workers).
-	WatermarkInbound = "inbound"
-)
-
-// TempPrefix starts the ids of temporary sessions (e.g. subagents'), whose
-// runs are never recorded (Bub never merges their forks).
-const TempPrefix = "temp/"
-
 // Config configures a recorder. The zero value means the defaults.
 type Config struct {
 	// Lanes is the number of sessions committed in parallel (16). Events of

@@ -78,7 +78,7 @@ func newRun(session, env string, inbound uint64, prompt, answer string) *runEven
 	text := answer
 	r.list = []events.Event{
 		&events.RunStarted{Meta: meta, Prompt: llm.Text(prompt), Model: "echo:echo",
-			Metadata: map[string]any{"envelope_id": env, "inbound_seq": inbound}},
+			Metadata: events.RunMetadata{Answers: events.Answers{EnvelopeID: env, InboundSeq: inbound}}},
 		&events.StepStarted{Meta: meta, Step: 1, Prompt: llm.Text(prompt)},
 		&events.ChatFinished{Meta: meta, NewMessages: []llm.Message{{Role: llm.RoleUser, Content: llm.Text(prompt)}},
 			ResponseText: &text, Provider: "echo", Model: "echo:echo"},
@@ -131,7 +131,7 @@ func (f *fixture) settled(t *testing.T, session string) []tape.Entry {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	if _, err := f.store.WaitWatermark(ctx, session, recorder.WatermarkEvents, info.State.LastSeq); err != nil {
+	if _, err := f.store.WaitWatermark(ctx, session, taperec.WatermarkEvents, info.State.LastSeq); err != nil {
 		t.Fatalf("recorder did not commit up to %d: %v", info.State.LastSeq, err)
 	}
 	entries, err := f.store.Fetch(context.Background(), session, tape.All())
@@ -173,8 +173,8 @@ func TestCommitsARunAtomicallyInSeqOrder(t *testing.T) {
 		}
 	}
 	ix, _ := f.store.Index(context.Background(), "s1")
-	if ix.Watermark(recorder.WatermarkInbound) != 7 {
-		t.Fatalf("inbound watermark %d, want 7", ix.Watermark(recorder.WatermarkInbound))
+	if ix.Watermark(taperec.WatermarkInbound) != 7 {
+		t.Fatalf("inbound watermark %d, want 7", ix.Watermark(taperec.WatermarkInbound))
 	}
 }
 
@@ -297,7 +297,7 @@ func TestCommandRunMovesTheInboundWatermark(t *testing.T) {
 	meta := events.Meta{RunID: r.id, SessionID: r.session}
 	r.list = []events.Event{
 		&events.CommandFinished{Meta: meta, Command: "tape.info", Name: "tape.info", Status: events.CommandOK, Output: "entries: 0",
-			Metadata: map[string]any{"envelope_id": r.env, "inbound_seq": r.inbound, "delivery": 1}},
+			Answers: &events.Answers{EnvelopeID: r.env, InboundSeq: r.inbound, Delivery: 1}},
 	}
 	f.publish(t, r, []int{0}, map[int]string{}, false)
 	entries := f.settled(t, "cmd")
@@ -305,7 +305,7 @@ func TestCommandRunMovesTheInboundWatermark(t *testing.T) {
 		t.Fatalf("tape = %s, want the command entry", got)
 	}
 	ix, _ := f.store.Index(context.Background(), "cmd")
-	if got := ix.Watermark(recorder.WatermarkInbound); got != 9 {
+	if got := ix.Watermark(taperec.WatermarkInbound); got != 9 {
 		t.Fatalf("inbound watermark %d after the command's run, want 9", got)
 	}
 }

@@ -42,11 +42,11 @@ func TestStaleRunOfAnAnsweredEnvelopeIsInterrupted(t *testing.T) {
 	f := setup(t)
 	f.startRecorder(t, recorder.Config{})
 	again := newRun("s10", "env-11", 4, "question", "answer")
-	again.list[0].(*events.RunStarted).Metadata["delivery"] = 2
+	again.list[0].(*events.RunStarted).Metadata.Delivery = 2
 	f.publish(t, again, []int{0, 1, 2, 3, 4}, map[int]string{}, false)
 	f.settled(t, "s10")
 	stale := newRun("s10", "env-11", 4, "question", "never finished")
-	stale.list[0].(*events.RunStarted).Metadata["delivery"] = 1
+	stale.list[0].(*events.RunStarted).Metadata.Delivery = 1
 	f.publish(t, stale, []int{0, 1}, map[int]string{}, false)
 	entries := f.settled(t, "s10")
 	if got, want := kinds(entries), oneRun+" event:run.interrupted"; got != want {
@@ -67,7 +67,7 @@ func TestFailedRunDoesNotClaimItsEnvelope(t *testing.T) {
 	f.publish(t, failed, []int{0, 1, 2, 3}, map[int]string{}, false)
 	f.settled(t, "s11")
 	retry := newRun("s11", "env-12", 6, "question", "answer")
-	retry.list[0].(*events.RunStarted).Metadata["delivery"] = 2
+	retry.list[0].(*events.RunStarted).Metadata.Delivery = 2
 	f.publish(t, retry, []int{0, 1, 2, 3, 4}, map[int]string{}, false)
 	entries := f.settled(t, "s11")
 	n := 0

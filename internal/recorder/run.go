@@ -16,6 +16,7 @@ import (
 	"github.com/bubbus/bub/pkg/events"
 	"github.com/bubbus/bub/pkg/tape"
 	"github.com/bubbus/bub/pkg/taperec"
+	"github.com/bubbus/bub/pkg/tools"
 )
 
 // lane commits the runs of the sessions hashed to it, one event at a time.
@@ -126,7 +127,7 @@ func (l *lane) handle(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 	runID, session := events.RunID(ev), events.SessionID(ev)
-	if strings.HasPrefix(session, TempPrefix) {
+	if strings.HasPrefix(session, tools.TempSessionPrefix) {
 		_ = msg.Ack() // temporary sessions (subagents) are never recorded
 		return
 	}
@@ -159,7 +160,7 @@ func (l *lane) handle(ctx context.Context, msg jetstream.Msg) {
 	rn.items = append(rn.items, item{seq: events.Seq(ev), stream: md.Sequence.Stream, batch: batch, msg: msg, payload: payload})
 	switch p := payload.(type) {
 	case *events.RunStartedData:
-		rn.answering(p.Metadata)
+		rn.answering(p.Metadata.Answers)
 		if l.supersede(ctx, rn, md.NumDelivered > 1) {
 			delete(l.runs, runID) // rn itself is stale: recorded as interrupted
 			return
@@ -176,7 +177,9 @@ func (l *lane) handle(ctx context.Context, msg jetstream.Msg) {
 			// The command's inbound envelope: without it the inbound
 			// watermark would not move and the session's next turn would
 			// wait out its read-your-writes bound.
-			rn.answering(p.Metadata)
+			if p.Metadata != nil {
+				rn.answering(*p.Metadata)
+			}
 		}
 	}
 	if rn.complete() {
@@ -187,16 +190,14 @@ func (l *lane) handle(ctx context.Context, msg jetstream.Msg) {
 
 // answering records the inbound envelope the run answers, from the
 // metadata of its RunStarted (or of its CommandFinished, for a command).
-func (rn *run) answering(meta map[string]any) {
-	rn.envelope, _ = meta["envelope_id"].(string)
-	rn.inbound = uintOf(meta["inbound_seq"])
-	rn.delivery = uintOf(meta["delivery"])
+func (rn *run) answering(a events.Answers) {
+	rn.envelope, rn.inbound, rn.delivery = a.EnvelopeID, a.InboundSeq, a.Delivery
 }
 
 // duplicate acknowledges a late copy of an event of a committed run and
 // moves the events watermark past it.
 func (l *lane) duplicate(ctx context.Context, session string, stream uint64, msg jetstream.Msg) {
-	if _, err := l.r.store.Append(ctx, session, nil, tape.WithWatermark(WatermarkEvents, stream)); err != nil {
+	if _, err := l.r.store.Append(ctx, session, nil, tape.WithWatermark(taperec.WatermarkEvents, stream)); err != nil {
 		l.r.log.Warn("recorder.watermark_failed", "session", session, "err", err)
 		_ = msg.NakWithDelay(time.Second)
 		return
@@ -384,12 +385,12 @@ func (l *lane) commitWith(ctx context.Context, rn *run, msgs []jetstream.Msg) {
 		l.skipRerun(ctx, rn, other, stream, msgs)
 		return
 	}
-	opts := []tape.AppendOption{tape.WithCommitID(rn.commitID()), tape.WithWatermark(WatermarkEvents, stream)}
+	opts := []tape.AppendOption{tape.WithCommitID(rn.commitID()), tape.WithWatermark(taperec.WatermarkEvents, stream)}
 	if ix != nil && !archive {
 		opts = append(opts, tape.WithIndex(*ix)) // archiving changes the tape first
 	}
 	if rn.inbound > 0 {
-		opts = append(opts, tape.WithWatermark(WatermarkInbound, rn.inbound))
+		opts = append(opts, tape.WithWatermark(taperec.WatermarkInbound, rn.inbound))
 	}
 	if archive && l.committed(ctx, rn) {
 		archive = false // a redelivered commit: the tape was archived and reset already
@@ -440,15 +441,15 @@ func (l *lane) archive(ctx context.Context, session string, archive bool) (strin
 }
 
 // markArchived records the archive location in the state of the
-// session/start handoff that follows a reset (Bub's reset(archive=True)).
+// tape.BootstrapAnchor handoff that follows a reset (Bub's reset(archive=True)).
 func markArchived(entries []tape.Entry, loc string) {
 	for _, e := range entries {
-		if name, ok := e.AnchorName(); ok && name == "session/start" {
+		if name, ok := e.AnchorName(); ok && name == tape.BootstrapAnchor {
 			if st, ok := e.Payload["state"].(map[string]any); ok {
 				st["archived"] = loc
 			}
 		}
-		if e.Kind == tape.KindEvent && e.Payload["name"] == "handoff" {
+		if e.Kind == tape.KindEvent && e.Payload["name"] == taperec.EventHandoff {
 			if data, ok := e.Payload["data"].(map[string]any); ok {
 				if st, ok := data["state"].(map[string]any); ok {
 					st["archived"] = loc
@@ -458,31 +459,16 @@ func markArchived(entries []tape.Entry, loc string) {
 	}
 }
 
-// Switches is the per-session state the recorder derives from the tape:
-// the latest model and reasoning-effort switches (Bub's load_state reads
-// them from the tape; keeping them here makes that O(1)).
-type Switches struct {
-	Model           string `json:"model,omitempty"`
-	ReasoningEffort string `json:"reasoning_effort,omitempty"`
-}
-
 // saveSwitches records the latest switches among a committed run's
-// entries, merged over the saved ones, or, when the run reset the tape,
-// only those after the reset (none deletes the key).
+// entries (tape.Switches: Bub's load_state reads them from the tape;
+// keeping them in the state bucket makes that O(1)), merged over the saved
+// ones, or, when the run reset the tape, only those after the reset (none
+// deletes the key).
 func (l *lane) saveSwitches(ctx context.Context, session string, entries []tape.Entry, reset bool) error {
-	var sw Switches
+	var sw tape.Switches
 	changed := false
 	for _, e := range entries {
-		if e.Kind != tape.KindEvent {
-			continue
-		}
-		data, _ := e.Payload["data"].(map[string]any)
-		switch e.Payload["name"] {
-		case "model_switch":
-			sw.Model, _ = data["model"].(string)
-			changed = true
-		case "reasoning_effort_switch":
-			sw.ReasoningEffort, _ = data["reasoning_effort"].(string)
+		if sw.Apply(e) {
 			changed = true
 		}
 	}
@@ -499,7 +485,7 @@ func (l *lane) saveSwitches(ctx context.Context, session string, entries []tape.
 		return nil
 	}
 	if cur, err := l.r.state.Get(ctx, key); err == nil && !reset {
-		var old Switches
+		var old tape.Switches
 		if json.Unmarshal(cur.Value(), &old) == nil {
 			if sw.Model == "" {
 				sw.Model = old.Model
@@ -518,23 +504,6 @@ func (l *lane) reject(ctx context.Context, msg jetstream.Msg, reason string, err
 	if derr := l.r.dlq.Reject(ctx, msg, reason, err); derr != nil {
 		l.r.log.Error("recorder.dlq_failed", "err", derr)
 	}
-}
-
-func uintOf(v any) uint64 {
-	switch n := v.(type) {
-	case float64:
-		return uint64(n)
-	case int64:
-		return uint64(n)
-	case int:
-		return uint64(n)
-	case uint64:
-		return n
-	case json.Number:
-		i, _ := n.Int64()
-		return uint64(i)
-	}
-	return 0
 }
 
 // commitID is the tape commit id of a run: its run id, plus "@<envelope
@@ -576,9 +545,9 @@ func (l *lane) envelopeCommitted(ctx context.Context, rn *run) (string, *tape.In
 // envelope without recording it again (a redelivered envelope never
 // yields a duplicate turn on the tape); the watermarks still move.
 func (l *lane) skipRerun(ctx context.Context, rn *run, first string, stream uint64, msgs []jetstream.Msg) {
-	opts := []tape.AppendOption{tape.WithWatermark(WatermarkEvents, stream)}
+	opts := []tape.AppendOption{tape.WithWatermark(taperec.WatermarkEvents, stream)}
 	if rn.inbound > 0 {
-		opts = append(opts, tape.WithWatermark(WatermarkInbound, rn.inbound))
+		opts = append(opts, tape.WithWatermark(taperec.WatermarkInbound, rn.inbound))
 	}
 	if _, err := l.r.store.Append(ctx, rn.session, nil, opts...); err != nil {
 		l.r.log.Error("recorder.commit_failed", "run", rn.id, "session", rn.session, "err", err)

@@ -11,7 +11,6 @@ import (
 	"github.com/bubbus/bub/internal/telemetry"
 	"github.com/bubbus/bub/pkg/agent"
 	"github.com/bubbus/bub/pkg/bub"
-	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/events"
 	"github.com/bubbus/bub/pkg/hooks"
 	"github.com/bubbus/bub/pkg/llm"
@@ -21,27 +20,28 @@ import (
 )
 
 // RunAgent implements builtin.Runner: it runs the agent for a turn's model
-// stage (see [Runtime.prepare]). Before reading the tape it waits (bounded)
-// until the recorder has committed the session's earlier turns.
+// stage (see [Runtime.prepare]). The run records the delivery it answers
+// (in.Inbound) and drains the turn's steering inbox.
 func (rt *Runtime) RunAgent(ctx context.Context, in hooks.RunModelInput) (hooks.Stream, error) {
 	t := turnFrom(ctx)
 	if t == nil {
-		t = &turn{in: Inbound{Envelope: &envelope.Envelope{}}}
+		t = &turn{} // a run outside a turn: its events are flushed by nobody
 	}
-	var steer agent.Steering
-	if inbox := SteeringFrom(ctx); inbox != nil {
-		steer = steeringPrompts{inbox: inbox, reg: rt.reg, session: in.SessionID, state: in.State, log: rt.log}
+	var (
+		steer   agent.Steering
+		answers events.Answers
+	)
+	if inb := in.Inbound; inb != nil {
+		answers = events.Answers{EnvelopeID: inb.Message.ID, InboundSeq: inb.StreamSeq, Delivery: inb.Delivery}
+		if inb.Steering != nil {
+			steer = steeringPrompts{inbox: inb.Steering, reg: rt.reg, session: in.SessionID, state: in.State, log: rt.log}
+		}
 	}
 	run, rtape := rt.prepare(t, in.SessionID, in.State, steer)
 	ctx = withRun(ctx, rtape)
 	run.Prompt = in.Prompt
 	run.Model = in.State.String(bub.StateModel)
-	run.Metadata = map[string]any{
-		"envelope_id": t.in.Envelope.ID,
-		"inbound_seq": t.in.StreamSeq,
-		"delivery":    t.in.Delivery,
-	}
-	rt.awaitEarlierTurns(ctx, rtape.session, rtape.meta.RunID, t)
+	run.Answers = answers
 	return runStream(ctx, func(ctx context.Context, emit func(llm.Delta)) error {
 		seq := 0
 		subject := rt.o.Names.TokenStream(in.SessionID, run.RunID)
@@ -53,8 +53,8 @@ func (rt *Runtime) RunAgent(ctx context.Context, in hooks.RunModelInput) (hooks.
 		ctx, endSpan := rtape.trace.Start(ctx, run.RunID, in.SessionID, run.Model)
 		_, err := rt.agent.Run(ctx, run)
 		endSpan(err)
-		if err == nil && t.in.StreamSeq > 0 && rt.o.State != nil {
-			rt.saveLastTurn(t, in.SessionID)
+		if err == nil && answers.InboundSeq > 0 && rt.o.State != nil {
+			rt.saveLastTurn(t, in.SessionID, answers.InboundSeq)
 		}
 		return err
 	}), nil
@@ -106,7 +106,8 @@ type spawner struct {
 
 // Spawn runs a subagent on its own session with a copy of the parent
 // state and returns its text, with "[Error: …]" appended when it failed
-// (Bub's subagent tool). Sessions under "temp/" are not recorded.
+// (Bub's subagent tool). Sessions under tools.TempSessionPrefix are not
+// recorded.
 func (s *spawner) Spawn(ctx context.Context, req tools.SpawnRequest) (string, error) {
 	state := bub.NewState(s.parent.Snapshot())
 	state.Set(bub.StateSessionID, req.Session)
@@ -137,7 +138,11 @@ func errorMessage(err error) string {
 type runKey struct{}
 
 // withRun records the running run in ctx, so hook decisions made during
-// it are reported as events of that run and session.
+// it are reported as events of that run and session. It rides in ctx
+// because the hook registry calls its decision observer with only ctx and
+// the decision, from inside whichever hook the run's agent dispatched; it
+// is optional, request-scoped data: a decision outside a run (in load_state,
+// dispatch_outbound) belongs to no run and is not reported as a run event.
 func withRun(ctx context.Context, r *runTape) context.Context {
 	return context.WithValue(ctx, runKey{}, r)
 }
@@ -171,9 +176,9 @@ const lastTurnWait = 10 * time.Second
 // finished turn (read-your-writes). The write is asynchronous: the turn's
 // flush, which comes before its reply, waits for it. A failed write is
 // logged, not fatal: the next turn then just does not wait for this one.
-func (rt *Runtime) saveLastTurn(t *turn, session string) {
+func (rt *Runtime) saveLastTurn(t *turn, session string, inboundSeq uint64) {
 	subject := rt.o.Names.KVKeySubject(rt.o.State.Bucket(), rt.o.Names.LastTurnKey(session))
-	f, err := rt.o.JS.PublishAsync(subject, []byte(strconv.FormatUint(t.in.StreamSeq, 10)))
+	f, err := rt.o.JS.PublishAsync(subject, []byte(strconv.FormatUint(inboundSeq, 10)))
 	if err != nil {
 		rt.log.Warn("worker.last_turn_not_saved", "session", session, "err", err)
 		return
@@ -208,11 +213,12 @@ func (rt *Runtime) saveLastTurn(t *turn, session string) {
 
 // awaitEarlierTurns waits until the recorder committed the session's
 // newest finished turn (read-your-writes), at most ReadYourWrites; when the
-// wait times out the turn proceeds and says so with a tape.stale event
-// (of run runID, "" before the turn's run exists). A turn waits once: the
-// first of load_state's switches read and the agent's tape read does.
-func (rt *Runtime) awaitEarlierTurns(ctx context.Context, session, runID string, t *turn) {
-	if rt.o.State == nil || !t.firstWait() {
+// wait times out the turn proceeds and says so with a tape.stale event (of
+// no run: the turn waits before its first stage). inboundSeq is the
+// inbound stream sequence of the waiting turn, which waits for no turn
+// when it is the newest finished one itself (it ran before, redelivered).
+func (rt *Runtime) awaitEarlierTurns(ctx context.Context, session string, inboundSeq uint64) {
+	if rt.o.State == nil {
 		return
 	}
 	e, err := rt.o.State.Get(ctx, rt.o.Names.LastTurnKey(session))
@@ -220,19 +226,19 @@ func (rt *Runtime) awaitEarlierTurns(ctx context.Context, session, runID string,
 		return
 	}
 	want, err := strconv.ParseUint(string(e.Value()), 10, 64)
-	if err != nil || want == 0 || want == t.in.StreamSeq {
+	if err != nil || want == 0 || want == inboundSeq {
 		return
 	}
 	start := time.Now()
 	wctx, cancel := context.WithTimeout(ctx, rt.o.ReadYourWrites)
 	defer cancel()
-	ix, err := rt.tapes.WaitWatermark(wctx, session, "inbound", want)
+	ix, err := rt.tapes.WaitWatermark(wctx, session, taperec.WatermarkInbound, want)
 	if err == nil {
 		return
 	}
-	rt.log.Warn("worker.tape_stale", "session", session, "want", want, "have", ix.Watermark("inbound"), "err", err)
-	data := events.TapeStaleData{Tape: session, Watermark: want, Committed: ix.Watermark("inbound"), WaitedMS: time.Since(start).Milliseconds()}
-	if err := rt.publish(ctx, events.TypeTapeStale, session, runID, data); err != nil {
+	rt.log.Warn("worker.tape_stale", "session", session, "want", want, "have", ix.Watermark(taperec.WatermarkInbound), "err", err)
+	data := events.TapeStaleData{Tape: session, Watermark: want, Committed: ix.Watermark(taperec.WatermarkInbound), WaitedMS: time.Since(start).Milliseconds()}
+	if err := rt.publish(ctx, events.TypeTapeStale, session, data); err != nil {
 		rt.log.Warn("worker.tape_stale_event_failed", "err", err)
 	}
 }
@@ -320,7 +326,7 @@ func (r *runTape) ReadMessages(ctx context.Context) ([]llm.Message, error) {
 	return r.tape.ReadMessages(ctx)
 }
 
-// EnsureBootstrapAnchor hands off session/start when the tape (with the
+// EnsureBootstrapAnchor hands off tape.BootstrapAnchor when the tape (with the
 // run's own entries) has no anchor.
 func (r *runTape) EnsureBootstrapAnchor(ctx context.Context) error {
 	if err := r.sync(ctx); err != nil {
@@ -333,7 +339,7 @@ func (r *runTape) EnsureBootstrapAnchor(ctx context.Context) error {
 	if ix.Anchors > 0 {
 		return nil
 	}
-	return r.Handoff(ctx, "session/start", map[string]any{"owner": "human"})
+	return r.Handoff(ctx, tape.BootstrapAnchor, tape.BootstrapState())
 }
 
 // Handoff records an anchor and a handoff event.

@@ -31,7 +31,7 @@ func (rt *Runtime) quit(ctx context.Context, session string) error {
 	}
 	caller := ""
 	if t := turnFrom(ctx); t != nil {
-		caller = t.in.Envelope.ID
+		caller = t.envelope
 	}
 	return rt.quitter.Quit(ctx, session, caller)
 }

@@ -4,52 +4,42 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
-	"sync"
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/bubbus/bub/pkg/builtin"
 	"github.com/bubbus/bub/pkg/envelope"
+	"github.com/bubbus/bub/pkg/pipeline"
 )
 
 // A turn that fails because NATS was unavailable (a tape read, a state
 // read, an event publish timing out while the server restarts) is an
 // infrastructure failure, not the user's: it is handed back for
 // redelivery instead of being answered with an error. The error reply
-// on_error dispatches for the failed turn ("<id>/error/turn") is therefore
-// held back until the turn's outcome is known and dropped when the turn
-// is retried, so the user sees exactly one answer.
+// on_error dispatches for the failed turn (builtin.ErrorReplyID of stage
+// pipeline.StageTurn) is therefore held back until the turn's outcome is
+// known and dropped when the turn is retried, so the user sees exactly one
+// answer.
 
-// failureReply holds back the turn-failure reply of one turn.
-type failureReply struct {
-	mu  sync.Mutex
-	env *envelope.Envelope
-}
-
-type failureReplyKey struct{}
-
-func withFailureReply(ctx context.Context, f *failureReply) context.Context {
-	return context.WithValue(ctx, failureReplyKey{}, f)
-}
-
-// holdFailureReply keeps env when it is the turn-failure reply of a turn
-// in ctx and reports whether it did.
+// holdFailureReply keeps env when it is the turn-failure reply of the turn
+// ctx runs in and reports whether it did.
 func holdFailureReply(ctx context.Context, env *envelope.Envelope) bool {
-	f, _ := ctx.Value(failureReplyKey{}).(*failureReply)
-	if f == nil || env.Kind != envelope.KindError || !strings.HasSuffix(env.ID, "/error/turn") {
+	t := turnFrom(ctx)
+	if t == nil || env.Kind != envelope.KindError || env.ID != builtin.ErrorReplyID(t.envelope, pipeline.StageTurn) {
 		return false
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.env = env
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.failure = env
 	return true
 }
 
-func (f *failureReply) take() *envelope.Envelope {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	env := f.env
-	f.env = nil
+// takeFailure returns the held-back turn-failure reply, nil for none.
+func (t *turn) takeFailure() *envelope.Envelope {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	env := t.failure
+	t.failure = nil
 	return env
 }
 
@@ -75,12 +65,12 @@ func (w connWatch) disrupted() bool {
 // settleFailure decides the outcome of a failed turn: a failure while
 // NATS was disrupted becomes a retry (the held-back error reply is
 // dropped); any other failure is answered with the held-back reply.
-func (rt *Runtime) settleFailure(ctx context.Context, w connWatch, f *failureReply, err error) error {
+func (rt *Runtime) settleFailure(ctx context.Context, w connWatch, t *turn, err error) error {
 	if err != nil && !errors.Is(err, ErrRetry) && w.disrupted() {
 		rt.log.Warn("worker.turn_failed_during_nats_outage", "err", err)
 		err = fmt.Errorf("%w: the turn failed while NATS was unavailable: %w", ErrRetry, err)
 	}
-	env := f.take()
+	env := t.takeFailure()
 	if errors.Is(err, ErrRetry) || env == nil {
 		return err
 	}

@@ -223,9 +223,12 @@ func (rt *Runtime) Close(ctx context.Context) error {
 	return errors.Join(routerErr, rt.scope.Close(ctx), rt.reg.Close(ctx), rt.shells.Close(), rt.bridge.Close(ctx))
 }
 
-// Process runs the turn of one inbound envelope. Publishing failures wrap
-// ErrRetry so the envelope is redelivered; a failed turn was already
-// answered by on_error and is not.
+// Process runs the turn of one inbound envelope. Before the pipeline's
+// first stage it waits (bounded) until the recorder committed the
+// session's earlier turns (read-your-writes: load_state reads the switches
+// they saved, the agent their tape). Publishing failures wrap ErrRetry so
+// the envelope is redelivered; a failed turn was already answered by
+// on_error and is not.
 func (rt *Runtime) Process(ctx context.Context, in Inbound) (err error) {
 	ctx, span := telemetry.StartTurn(ctx, telemetry.Turn{
 		Traceparent: in.Traceparent, Tracestate: in.Tracestate,
@@ -233,14 +236,21 @@ func (rt *Runtime) Process(ctx context.Context, in Inbound) (err error) {
 		MessageID: in.Envelope.ID, SessionID: in.Envelope.SessionID, Delivery: in.Delivery,
 	})
 	defer func() { span.End(ctx, turnStatus(err), err) }()
-	t := &turn{in: in}
+	t := &turn{envelope: in.Envelope.ID}
 	ctx = withTurn(ctx, t)
-	failure, conn := &failureReply{}, watchConn(rt.o.NC)
-	_, err = rt.fw.ProcessInbound(withFailureReply(ctx, failure), in.Envelope)
+	conn := watchConn(rt.o.NC)
+	session := rt.session(ctx, in)
+	if session != "" {
+		rt.awaitEarlierTurns(ctx, session, in.StreamSeq)
+	}
+	_, err = rt.fw.ProcessInbound(ctx, pipeline.Turn{
+		Inbound:   hooks.Inbound{Message: in.Envelope, StreamSeq: in.StreamSeq, Delivery: in.Delivery, Steering: in.Steering},
+		SessionID: session,
+	})
 	if quitted(ctx) {
 		// Stopped by ,quit: the run was recorded as cancelled; no reply
 		// (the failure report included) follows "Session tasks stopped.".
-		failure.take()
+		t.takeFailure()
 		if ferr := t.flush(context.WithoutCancel(ctx)); ferr != nil {
 			rt.log.Warn("worker.quit_flush_failed", "envelope", in.Envelope.ID, "err", ferr)
 		}
@@ -248,7 +258,7 @@ func (rt *Runtime) Process(ctx context.Context, in Inbound) (err error) {
 		return nil
 	}
 	if err != nil {
-		if err = rt.settleFailure(ctx, conn, failure, err); errors.Is(err, ErrRetry) {
+		if err = rt.settleFailure(ctx, conn, t, err); errors.Is(err, ErrRetry) {
 			return err
 		}
 	}
@@ -256,6 +266,25 @@ func (rt *Runtime) Process(ctx context.Context, in Inbound) (err error) {
 		return fmt.Errorf("%w: flushing events: %w", ErrRetry, ferr)
 	}
 	return err
+}
+
+// session returns the session of the turn of in: the one the admission
+// gate resolved, else resolve_session's answer (a runtime used without the
+// gate), so that the turn can wait for the session's earlier turns before
+// its first stage and resolve_session still runs once; it then sees the
+// message normalized, as in the pipeline. When resolve_session fails it
+// returns "": the pipeline then resolves the session itself and reports
+// the failure as the turn's.
+func (rt *Runtime) session(ctx context.Context, in Inbound) string {
+	if in.Session != "" {
+		return in.Session
+	}
+	in.Envelope.Normalize()
+	session, err := rt.reg.ResolveSession(ctx, hooks.ResolveSessionInput{Message: in.Envelope})
+	if err != nil {
+		return ""
+	}
+	return session
 }
 
 func (rt *Runtime) systemPrompt(ctx context.Context, prompt string, state *bub.State) (string, error) {
@@ -314,10 +343,10 @@ func (rt *Runtime) Send(ctx context.Context, env *envelope.Envelope) error {
 	return nil
 }
 
-// publish sends one standalone event (not part of a run's ordered stream)
-// and waits for its acknowledgement.
-func (rt *Runtime) publish(ctx context.Context, typ, session, runID string, data any) error {
-	ev, err := events.New(typ, tracedAttrs(ctx, events.Attrs{Source: rt.o.Source, SessionID: session, RunID: runID}), data)
+// publish sends one standalone event of session (of no run) and waits for
+// its acknowledgement.
+func (rt *Runtime) publish(ctx context.Context, typ, session string, data any) error {
+	ev, err := events.New(typ, tracedAttrs(ctx, events.Attrs{Source: rt.o.Source, SessionID: session}), data)
 	if err != nil {
 		return err
 	}
@@ -329,30 +358,25 @@ func (rt *Runtime) publish(ctx context.Context, typ, session, runID string, data
 	return err
 }
 
-// LatestSwitches implements builtin.Switches from the state bucket the
-// recorder maintains. In a turn it first waits (bounded) until the
-// recorder committed the session's earlier turns, which save their
-// switches (or clear them, on tape.reset) before committing.
-func (rt *Runtime) LatestSwitches(ctx context.Context, session string) (string, string, error) {
+// LatestSwitches implements builtin.SwitchReader from the state bucket
+// the recorder maintains. A turn reads them after it waited (bounded) until
+// the recorder committed the session's earlier turns (see [Runtime.Process]),
+// which save their switches (or clear them, on tape.reset) before
+// committing.
+func (rt *Runtime) LatestSwitches(ctx context.Context, session string) (tape.Switches, error) {
+	var sw tape.Switches
 	if rt.o.State == nil {
-		return "", "", nil
-	}
-	if t := turnFrom(ctx); t != nil {
-		rt.awaitEarlierTurns(ctx, session, "", t)
+		return sw, nil
 	}
 	e, err := rt.o.State.Get(ctx, rt.o.Names.SwitchesKey(session))
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-		return "", "", nil // none, or cleared by a tape reset
+		return sw, nil // none, or cleared by a tape reset
 	}
 	if err != nil {
-		return "", "", err
-	}
-	var sw struct {
-		Model           string `json:"model"`
-		ReasoningEffort string `json:"reasoning_effort"`
+		return sw, err
 	}
 	if err := json.Unmarshal(e.Value(), &sw); err != nil {
-		return "", "", fmt.Errorf("decoding switches of %s: %w", session, err)
+		return sw, fmt.Errorf("decoding switches of %s: %w", session, err)
 	}
-	return sw.Model, sw.ReasoningEffort, nil
+	return sw, nil
 }

@@ -6,38 +6,17 @@ import (
 
 	"github.com/bubbus/bub/pkg/agent"
 	"github.com/bubbus/bub/pkg/bub"
-	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/hooks"
 	"github.com/bubbus/bub/pkg/llm"
 )
 
-// Steering is the steering inbox of a running turn: Drain claims the
-// messages steered into the turn since the last drain, in arrival order.
-type Steering interface {
-	Drain(ctx context.Context) ([]*envelope.Envelope, error)
-}
-
-type steeringKey struct{}
-
-// WithSteering returns ctx carrying the steering inbox of the turn it
-// runs; the turn's agent runs drain it at every MessagesPending.
-func WithSteering(ctx context.Context, s Steering) context.Context {
-	return context.WithValue(ctx, steeringKey{}, s)
-}
-
-// SteeringFrom returns the turn's steering inbox, nil when it has none.
-func SteeringFrom(ctx context.Context) Steering {
-	if s, ok := ctx.Value(steeringKey{}).(Steering); ok && s != nil {
-		return s
-	}
-	return nil
-}
-
-// steeringPrompts is the agent's view of a turn's steering inbox: each
+// steeringPrompts is the agent's view of a turn's steering inbox
+// ([Inbound.Steering]; the turn's agent run drains it at every
+// MessagesPending): each
 // steered message becomes the user message build_prompt makes of it, like
 // the turn's own prompt (as in Bub: context line, date line, media).
 type steeringPrompts struct {
-	inbox   Steering
+	inbox   hooks.Steering
 	reg     *Registry
 	session string
 	state   *bub.State

@@ -3,17 +3,26 @@ package worker
 import (
 	"context"
 	"sync"
+
+	"github.com/bubbus/bub/pkg/envelope"
 )
 
-// turn is the per-delivery scope the runtime keeps in the context of a
-// turn: request-scoped data that crosses the hook boundary (the builtin's
-// model stage and its dispatch_outbound run in different hook calls).
+// turn is the runtime's own record of a turn it runs, kept while control
+// is inside the hook registry: the builtin's model stage, its
+// dispatch_outbound and on_error are separate hook calls that call back
+// into the runtime (RunAgent, Send, the quit tool). The turn's data — the
+// inbound envelope, its delivery, its session and steering inbox — travels
+// in the turn's inputs (Inbound, pipeline.Turn, hooks.RunModelInput); this
+// record holds no data a stage needs, only the runtime's bookkeeping of the
+// request, so it rides in ctx, and every callback works without it: a Send
+// outside a turn (the admission gate's drop reply) flushes nothing and
+// holds nothing back, and a quit outside a turn excepts no turn.
 type turn struct {
-	in Inbound
+	envelope string // the inbound envelope's id: the caller the quit tool excepts
 
 	mu      sync.Mutex
 	flushes []func(context.Context) error // event attachments of the turn's runs
-	waited  bool                          // for the session's earlier turns (read-your-writes)
+	failure *envelope.Envelope            // the held-back turn-failure reply (retry.go)
 }
 
 type turnKey struct{}
@@ -22,6 +31,7 @@ func withTurn(ctx context.Context, t *turn) context.Context {
 	return context.WithValue(ctx, turnKey{}, t)
 }
 
+// turnFrom returns the turn ctx runs in, nil outside a turn.
 func turnFrom(ctx context.Context) *turn {
 	t, _ := ctx.Value(turnKey{}).(*turn)
 	return t
@@ -44,14 +54,4 @@ func (t *turn) flush(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// firstWait reports whether the turn has not waited for its session's
-// earlier turns yet, and records that it now does.
-func (t *turn) firstWait() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	first := !t.waited
-	t.waited = true
-	return first
 }

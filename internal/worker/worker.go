@@ -13,6 +13,7 @@ import (
 	"github.com/bubbus/bub/internal/dlq"
 	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/events"
+	"github.com/bubbus/bub/pkg/hooks"
 	"github.com/bubbus/bub/pkg/subjects"
 )
 
@@ -28,6 +29,13 @@ type Inbound struct {
 	// Admission is a decision forced by the Bub-Admission header ("" for
 	// none), e.g. "follow_up" on a late steering message re-injected.
 	Admission string
+	// Session is the message's session once resolved: the admission gate
+	// resolves it to decide the admission and passes it on, so the turn
+	// does not resolve it again ("" = not resolved yet).
+	Session string
+	// Steering is the steering inbox of the turn, nil for none: the
+	// admission gate gives each turn it runs one.
+	Steering hooks.Steering
 	// Stopping is closed when the worker starts draining: a turn still
 	// waiting to start should hand its message back.
 	Stopping <-chan struct{}

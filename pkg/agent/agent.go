@@ -104,9 +104,10 @@ type Run struct {
 	AllowedTools []string
 	// ToolContext adds fields to each tool call's context (may be nil).
 	ToolContext func(*tools.Context)
-	// Metadata is added to RunStarted's metadata, or to CommandFinished's
-	// for a comma command (e.g. the inbound envelope the run answers).
-	Metadata map[string]any
+	// Answers is the inbound delivery the run answers, recorded in
+	// RunStarted's metadata, or in CommandFinished for a comma command;
+	// zero for none.
+	Answers events.Answers
 }
 
 // Output is what a run produced.

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"maps"
 	"time"
 
 	"github.com/bubbus/bub/pkg/bub"
@@ -19,7 +18,11 @@ import (
 func (a *Agent) command(ctx context.Context, r *Run, line string) (Output, error) {
 	start := time.Now()
 	inv, err := tools.ResolveCommand(a.tools, line)
-	fin := &events.CommandFinished{Meta: r.meta(), Command: line, Name: inv.Name, Metadata: maps.Clone(r.Metadata)}
+	fin := &events.CommandFinished{Meta: r.meta(), Command: line, Name: inv.Name}
+	if r.Answers != (events.Answers{}) {
+		answers := r.Answers
+		fin.Answers = &answers
+	}
 	var out string
 	if err == nil {
 		var res *tools.Result

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"regexp"
 	"strings"
@@ -65,14 +64,11 @@ func (r *Run) model(s Settings) string {
 func (a *Agent) loop(ctx context.Context, r *Run) (out Output, err error) {
 	start := time.Now()
 	model := r.model(a.settings)
-	meta := maps.Clone(r.Metadata)
-	if meta == nil {
-		meta = map[string]any{}
+	meta := events.RunMetadata{Answers: r.Answers}
+	if len(r.AllowedTools) > 0 {
+		meta.AllowedTools = r.AllowedTools
 	}
-	meta["allowed_tools"] = nilIfEmpty(r.AllowedTools)
-	if skills, ok := r.State.Get(bub.StateAllowedSkills); ok {
-		meta["allowed_skills"] = skills
-	}
+	meta.AllowedSkills, _ = r.State.Get(bub.StateAllowedSkills)
 	defer r.finish(ctx, start, &out, &err)
 	if _, err := events.Emit(ctx, r.Bus, &events.RunStarted{Meta: r.meta(), Prompt: r.Prompt, Model: model, Metadata: meta}); err != nil {
 		return out, err
@@ -181,11 +177,4 @@ func overflowed(err error) bool {
 		return false
 	}
 	return contextOverflow.MatchString(err.Error())
-}
-
-func nilIfEmpty(s []string) any {
-	if len(s) == 0 {
-		return nil
-	}
-	return s
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/hooks"
 	"github.com/bubbus/bub/pkg/llm"
+	"github.com/bubbus/bub/pkg/tape"
 	"github.com/bubbus/bub/pkg/tools"
 )
 
@@ -20,7 +21,8 @@ import (
 // lowest priority.
 const Name = "builtin"
 
-// Runner runs the agent for a turn's model stage and streams its output.
+// Runner runs the agent for a turn's model stage and streams its output;
+// in.Inbound says which delivery of which message the turn answers.
 type Runner interface {
 	RunAgent(ctx context.Context, in hooks.RunModelInput) (hooks.Stream, error)
 }
@@ -30,11 +32,11 @@ type Outbox interface {
 	Send(ctx context.Context, env *envelope.Envelope) error
 }
 
-// Switches reads the latest model and reasoning-effort switches recorded on
-// a session's tape (Bub's model_switch / reasoning_effort_switch events);
-// "" means none.
-type Switches interface {
-	LatestSwitches(ctx context.Context, sessionID string) (model, reasoningEffort string, err error)
+// SwitchReader reads the latest model and reasoning-effort switches
+// recorded on a session's tape (its tape.EventModelSwitch and
+// tape.EventReasoningEffortSwitch events).
+type SwitchReader interface {
+	LatestSwitches(ctx context.Context, sessionID string) (tape.Switches, error)
 }
 
 // Dispatcher dispatches an outbound envelope through every
@@ -51,7 +53,7 @@ type Dispatcher interface {
 type Options struct {
 	Runner   Runner
 	Outbox   Outbox
-	Switches Switches
+	Switches SwitchReader
 	// Startup are the collaborators of the startup and scope hooks.
 	Startup Startup
 	// Tools lists the tools for unknown-tool recovery.
@@ -125,15 +127,15 @@ func (p *Plugin) LoadState(ctx context.Context, in hooks.LoadStateInput) (map[st
 		st[bub.StateContext] = cs
 	}
 	if p.o.Switches != nil {
-		model, effort, err := p.o.Switches.LatestSwitches(ctx, in.SessionID)
+		sw, err := p.o.Switches.LatestSwitches(ctx, in.SessionID)
 		if err != nil {
 			return nil, fmt.Errorf("reading model switches: %w", err)
 		}
-		if model != "" {
-			st[bub.StateModel] = model
+		if sw.Model != "" {
+			st[bub.StateModel] = sw.Model
 		}
-		if effort != "" {
-			st[bub.StateReasoningEffort] = effort
+		if sw.ReasoningEffort != "" {
+			st[bub.StateReasoningEffort] = sw.ReasoningEffort
 		}
 	}
 	if m := in.Message.Context.String("model"); m != "" {
@@ -246,7 +248,7 @@ func (p *Plugin) RenderOutbound(_ context.Context, in hooks.RenderOutboundInput)
 		Channel:       m.ChannelOrDefault(),
 		ChatID:        m.ChatIDOrDefault(),
 		Content:       in.ModelOutput,
-		OutputChannel: orDefault(m.OutputChannel, "default"),
+		OutputChannel: orDefault(m.OutputChannel, envelope.Default),
 		Kind:          orDefault(m.Kind, envelope.KindNormal),
 	}}, nil
 }
@@ -271,16 +273,16 @@ func (p *Plugin) DispatchOutbound(ctx context.Context, in hooks.DispatchOutbound
 
 // OnError tells the sender of a failed message what went wrong with one
 // error envelope: "An error occurred at stage '<stage>': <error>". Its id
-// is "<message id>/error/<stage>": deterministic, and distinct for the
-// stages of one turn (a run_model report and a later turn failure are two
-// replies, not one deduplicated away).
+// is [ErrorReplyID]: deterministic, and distinct for the stages of one
+// turn (a run_model report and a later turn failure are two replies, not
+// one deduplicated away).
 func (p *Plugin) OnError(ctx context.Context, in hooks.OnErrorInput) error {
 	if in.Message == nil || p.o.Dispatch == nil {
 		return nil
 	}
 	m := in.Message
 	out := &envelope.Envelope{
-		ID:        m.ID + "/error/" + in.Stage,
+		ID:        ErrorReplyID(m.ID, in.Stage),
 		SessionID: orDefault(m.SessionID, "unknown"),
 		Channel:   m.ChannelOrDefault(),
 		ChatID:    m.ChatIDOrDefault(),
@@ -293,6 +295,11 @@ func (p *Plugin) OnError(ctx context.Context, in hooks.OnErrorInput) error {
 	_, err := p.o.Dispatch.DispatchOutbound(ctx, hooks.DispatchOutboundInput{Message: out})
 	return err
 }
+
+// ErrorReplyID is the id of the error envelope on_error sends for a
+// failure of stage in the turn of message messageID:
+// "<message id>/error/<stage>".
+func ErrorReplyID(messageID, stage string) string { return messageID + "/error/" + stage }
 
 // errorText is the text Bub shows for an error: a *bub.Error anywhere in
 // the chain as "[kind] message", else the error's text without the

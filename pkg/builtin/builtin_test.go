@@ -16,6 +16,7 @@ import (
 	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/hooks"
 	"github.com/bubbus/bub/pkg/llm"
+	"github.com/bubbus/bub/pkg/tape"
 	"github.com/bubbus/bub/pkg/tools"
 )
 
@@ -44,16 +45,15 @@ func (o *outbox) Send(_ context.Context, env *envelope.Envelope) error {
 	return o.err
 }
 
-// switches is the Switches collaborator: the latest model and reasoning
-// effort per session.
+// switches is the SwitchReader collaborator: the latest switches per
+// session.
 type switches struct {
-	latest map[string][2]string
+	latest map[string]tape.Switches
 	err    error
 }
 
-func (s *switches) LatestSwitches(_ context.Context, sessionID string) (string, string, error) {
-	l := s.latest[sessionID]
-	return l[0], l[1], s.err
+func (s *switches) LatestSwitches(_ context.Context, sessionID string) (tape.Switches, error) {
+	return s.latest[sessionID], s.err
 }
 
 // dispatcher is the Dispatcher collaborator (the registry in production).
@@ -121,13 +121,13 @@ func TestResolveSession(t *testing.T) {
 // load_state: the session's latest switches, the per-message model
 // override, the steering thread id and the context string.
 func TestLoadState(t *testing.T) {
-	sw := &switches{latest: map[string][2]string{
-		"s1":      {"openai:gpt-4o", "high"},
-		"s-model": {"openai:gpt-4o", ""},
+	sw := &switches{latest: map[string]tape.Switches{
+		"s1":      {Model: "openai:gpt-4o", ReasoningEffort: "high"},
+		"s-model": {Model: "openai:gpt-4o"},
 	}}
 	tests := []struct {
 		name     string
-		switches builtin.Switches
+		switches builtin.SwitchReader
 		session  string
 		context  *envelope.Context
 		want     map[string]any

@@ -7,7 +7,7 @@
 //
 // Start with [New] and [Options]: the plugin does no I/O of its own; the
 // worker injects how to run the agent ([Runner]), where outbound envelopes
-// go ([Outbox]) and how to read a session's model switches ([Switches]).
+// go ([Outbox]) and how to read a session's model switches ([SwitchReader]).
 // The startup hooks need none of them: [StartupRegistry] is the registry of
 // the builtin and a build's plugins for processes that run no turns.
 // Looking for the pipeline that calls these hooks? See package pipeline.

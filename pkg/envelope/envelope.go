@@ -47,15 +47,19 @@ type Media struct {
 	URL      string `json:"url,omitempty"`
 }
 
-// ChannelOrDefault returns the channel, or "default" when empty.
+// Default is the channel, chat id and output channel of an envelope that
+// names none.
+const Default = "default"
+
+// ChannelOrDefault returns the channel, or [Default] when empty.
 func (e *Envelope) ChannelOrDefault() string { return orDefault(e.Channel) }
 
-// ChatIDOrDefault returns the chat id, or "default" when empty.
+// ChatIDOrDefault returns the chat id, or [Default] when empty.
 func (e *Envelope) ChatIDOrDefault() string { return orDefault(e.ChatID) }
 
 func orDefault(s string) string {
 	if s == "" {
-		return "default"
+		return Default
 	}
 	return s
 }

@@ -69,7 +69,7 @@ func samples() map[string]func(events.Attrs) (ce.Event, error) {
 		events.TypeEnvelopeInbound:  direct(events.TypeEnvelopeInbound, env),
 		events.TypeEnvelopeOutbound: direct(events.TypeEnvelopeOutbound, out),
 		events.TypeRunStarted: conv(&events.RunStarted{Meta: m, Prompt: llm.Text("run the tests"), Model: "openai:gpt-4o-mini",
-			Metadata: map[string]any{"allowed_skills": nil, "allowed_tools": []string{"bash", "fs.read"}}}),
+			Metadata: events.RunMetadata{Answers: events.Answers{EnvelopeID: env.ID, InboundSeq: 7, Delivery: 1}, AllowedTools: []string{"bash", "fs.read"}}}),
 		events.TypeRunFinished: conv(&events.RunFinished{Meta: m, Status: events.RunError, Steps: 2, DurationMS: 5120,
 			Err: bub.Errorf(bub.KindProvider, "rate limited")}),
 		events.TypeStepStarted: conv(&events.StepStarted{Meta: m, Step: 1, Prompt: llm.Text("run the tests")}),
@@ -100,7 +100,7 @@ func samples() map[string]func(events.Attrs) (ce.Event, error) {
 			ResponseText: &text, Provider: "openai", Model: "gpt-4o-mini", Usage: usage}),
 		events.TypeCommandFinished: conv(&events.CommandFinished{Meta: m, Command: "tape.info", Name: "tape.info",
 			Status: events.CommandError, Output: "[tool] no tape", ElapsedMS: 4, Err: bub.Errorf(bub.KindTool, "no tape"),
-			Metadata: map[string]any{"envelope_id": env.ID, "inbound_seq": 7, "delivery": 1}}),
+			Answers: &events.Answers{EnvelopeID: env.ID, InboundSeq: 7, Delivery: 1}}),
 		events.TypeCommandChanged: conv(&events.CommandChanged{Meta: m, ID: env.ID, Command: "tape.info", Status: events.StatusStarted}),
 		events.TypeWorkChanged:    conv(&events.WorkChanged{Meta: m, ID: env.ID, Channel: "telegram", Status: events.StatusQueued}),
 		events.TypePromptChanged: conv(&events.PromptChanged{Meta: m, ID: env.ID, Channel: "telegram", Status: events.StatusStarted,
@@ -115,9 +115,10 @@ func samples() map[string]func(events.Attrs) (ce.Event, error) {
 			a.ID, a.Seq, a.Source, a.SessionID = env.ID+"/dropped", 0, events.Source("worker", "w1"), m.SessionID
 			return events.New(events.TypeTurnDropped, a, events.TurnDroppedData{EnvelopeID: env.ID, Reason: "admit_message"})
 		},
-		// As the worker publishes it: in a run, outside its event sequence.
+		// As the worker publishes it: before the turn's first stage, so of
+		// no run.
 		events.TypeTapeStale: func(a events.Attrs) (ce.Event, error) {
-			a.Seq, a.RunID, a.SessionID = 0, m.RunID, m.SessionID
+			a.Seq, a.SessionID = 0, m.SessionID
 			return events.New(events.TypeTapeStale, a, events.TapeStaleData{Tape: "3f2a9c__b81e07", Watermark: 120, Committed: 117, WaitedMS: 2000})
 		},
 		events.TypeDeadLetter: direct(events.TypeDeadLetter, events.DeadLetterData{Reason: "undecodable", Error: "not a CloudEvent",
@@ -180,10 +181,10 @@ func checkExample(t *testing.T, schemas *schemaSet, name, typ string, file []byt
 	if err != nil {
 		t.Fatalf("Decode: %v", err)
 	}
-	// Envelopes and dropped turns belong to no run: no runid, no seq;
-	// tape.stale has a run but no place in its sequence.
-	runless := typ == events.TypeEnvelopeInbound || typ == events.TypeEnvelopeOutbound || typ == events.TypeTurnDropped
-	unsequenced := runless || typ == events.TypeTapeStale
+	// Envelopes, dropped turns and stale-tape reports belong to no run:
+	// no runid, no seq.
+	runless := typ == events.TypeEnvelopeInbound || typ == events.TypeEnvelopeOutbound || typ == events.TypeTurnDropped || typ == events.TypeTapeStale
+	unsequenced := runless
 	if e.Type() != typ || events.SessionID(e) != sampleMeta.SessionID || (events.RunID(e) == sampleMeta.RunID) == runless || (events.Seq(e) == 0) != unsequenced {
 		t.Fatalf("decoded attributes: type %s session %q run %q seq %d", e.Type(), events.SessionID(e), events.RunID(e), events.Seq(e))
 	}

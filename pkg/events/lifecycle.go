@@ -18,9 +18,37 @@ type RunStarted struct {
 	Prompt llm.Content
 	// Model is the "provider:model" the run uses.
 	Model string
-	// Metadata holds further run facts; the agent puts allowed_skills and
-	// allowed_tools here (Bub's loop.start tape event records them).
-	Metadata map[string]any
+	// Metadata holds further run facts: the inbound delivery the run
+	// answers and the tools and skills it may use.
+	Metadata RunMetadata
+}
+
+// RunMetadata is what a run records about itself beyond its prompt and
+// model (the metadata object of run.started).
+//
+// Its JSON keys are in sorted order, as they were when it was a map.
+type RunMetadata struct {
+	// AllowedSkills is the turn state's allowed_skills, nil when the state
+	// has none (Bub's loop.start tape event records it).
+	AllowedSkills any `json:"allowed_skills,omitempty"`
+	// AllowedTools limits the tools offered to the model, nil for all
+	// (recorded like AllowedSkills).
+	AllowedTools []string `json:"allowed_tools"`
+	// Answers is the inbound delivery the run answers; zero for a run
+	// that answers none (a subagent's, a local one).
+	Answers
+}
+
+// Answers names the inbound delivery a run answers: the recorder moves
+// the session's inbound watermark to InboundSeq when it commits the run
+// (read-your-writes) and tells reruns of EnvelopeID apart by Delivery.
+type Answers struct {
+	// Delivery counts the envelope's deliveries (1 = first).
+	Delivery uint64 `json:"delivery,omitempty"`
+	// EnvelopeID is the inbound envelope's id.
+	EnvelopeID string `json:"envelope_id,omitempty"`
+	// InboundSeq is the envelope's inbound stream sequence.
+	InboundSeq uint64 `json:"inbound_seq,omitempty"`
 }
 
 // Run statuses of [RunFinished].
@@ -214,8 +242,9 @@ type CommandFinished struct {
 	ElapsedMS int64
 	// Err is the command's error, nil when it succeeded.
 	Err error
-	// Metadata holds further run facts, as RunStarted's does (a command
-	// run has no RunStarted): the worker puts the inbound envelope it
-	// answers there, which the recorder's read-your-writes watermark needs.
-	Metadata map[string]any
+	// Answers is the inbound delivery the command answers, as
+	// RunStarted's metadata says for a run (a command run has no
+	// RunStarted); the recorder's read-your-writes watermark needs it.
+	// Nil for a command that answers none.
+	Answers *Answers
 }

@@ -23,8 +23,8 @@ func TestLifecycleActions(t *testing.T) {
 		{"RunStarted", "observe prompt, model and metadata", func(t *testing.T, b *events.Bus, meta events.Meta) {
 			var got *events.RunStarted
 			events.On(b, func(_ context.Context, ev *events.RunStarted) error { got = ev; return nil })
-			mustEmit(t, b, &events.RunStarted{Meta: meta, Prompt: llm.Text("hi"), Model: "openai:gpt", Metadata: map[string]any{"allowed_tools": []string{"bash"}}})
-			if got.Prompt.Text != "hi" || got.Model != "openai:gpt" || got.Metadata["allowed_tools"] == nil {
+			mustEmit(t, b, &events.RunStarted{Meta: meta, Prompt: llm.Text("hi"), Model: "openai:gpt", Metadata: events.RunMetadata{AllowedTools: []string{"bash"}}})
+			if got.Prompt.Text != "hi" || got.Model != "openai:gpt" || got.Metadata.AllowedTools == nil {
 				t.Fatalf("handler saw %+v", got)
 			}
 		}},

@@ -51,9 +51,9 @@ func errorData(err error) *ErrorData {
 
 // RunStartedData is the payload of [TypeRunStarted].
 type RunStartedData struct {
-	Prompt   llm.Content    `json:"prompt"`
-	Model    string         `json:"model"`
-	Metadata map[string]any `json:"metadata,omitempty"`
+	Prompt   llm.Content `json:"prompt"`
+	Model    string      `json:"model"`
+	Metadata RunMetadata `json:"metadata"`
 }
 
 // RunFinishedData is the payload of [TypeRunFinished].
@@ -161,8 +161,9 @@ type CommandFinishedData struct {
 	Output    string     `json:"output"`
 	ElapsedMS int64      `json:"elapsed_ms"`
 	Error     *ErrorData `json:"error,omitempty"`
-	// Metadata holds further run facts (see [CommandFinished]).
-	Metadata map[string]any `json:"metadata,omitempty"`
+	// Metadata is the inbound delivery the command answers (see
+	// [CommandFinished]).
+	Metadata *Answers `json:"metadata,omitempty"`
 }
 
 // CommandChangedData is the payload of [TypeCommandChanged].
@@ -504,7 +505,7 @@ func toolResult(r any) any {
 
 func (e *CommandFinished) wire(bool) (string, any) {
 	return TypeCommandFinished, CommandFinishedData{
-		Command: e.Command, Name: e.Name, Status: e.Status, Output: e.Output, ElapsedMS: e.ElapsedMS, Error: errorData(e.Err), Metadata: e.Metadata,
+		Command: e.Command, Name: e.Name, Status: e.Status, Output: e.Output, ElapsedMS: e.ElapsedMS, Error: errorData(e.Err), Metadata: e.Answers,
 	}
 }
 

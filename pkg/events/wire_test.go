@@ -19,7 +19,7 @@ func TestWireEncodingMatchesSDK(t *testing.T) {
 	evs := func(meta events.Meta) []events.Event {
 		return []events.Event{
 			&events.RunStarted{Meta: meta, Prompt: llm.Text(tricky), Model: "openai:gpt-4o-mini",
-				Metadata: map[string]any{"envelope_id": "e1", "n": 3}},
+				Metadata: events.RunMetadata{Answers: events.Answers{EnvelopeID: "e1", InboundSeq: 3}, AllowedSkills: []any{tricky}}},
 			&events.ToolCallFinished{Meta: meta,
 				Call:   tools.Call{RunID: meta.RunID, Tool: "fs_read", CallID: "call_1", Arguments: map[string]any{"path": tricky}},
 				Result: &tools.Result{RunID: meta.RunID, Tool: "fs_read", Result: "package events\n", DurationMS: 2}},
@@ -92,7 +92,7 @@ func TestWireEncodingFallsBack(t *testing.T) {
 func TestRoundTripMatchesDecodePayload(t *testing.T) {
 	meta := events.Meta{RunID: "run-1", SessionID: "telegram:42"}
 	evs := []events.Event{
-		&events.RunStarted{Meta: meta, Prompt: llm.Text("hi <there>"), Model: "m", Metadata: map[string]any{"inbound_seq": uint64(7), "n": 3}},
+		&events.RunStarted{Meta: meta, Prompt: llm.Text("hi <there>"), Model: "m", Metadata: events.RunMetadata{Answers: events.Answers{InboundSeq: 7}, AllowedTools: []string{"bash"}, AllowedSkills: []any{"x"}}},
 		&events.ToolCallFinished{Meta: meta, Call: tools.Call{Tool: "bash", Arguments: map[string]any{"cmd": "ls"}},
 			Result: &tools.Result{Tool: "bash", Result: map[string]any{"out": []any{1, "x"}}, DurationMS: 2}},
 		&events.RunFinished{Meta: meta, Status: events.RunError, Err: bub.Errorf(bub.KindProvider, "rate limited")},

@@ -56,6 +56,32 @@ type RunModelInput struct {
 	Prompt    llm.Content `json:"prompt"`
 	SessionID string      `json:"session_id"`
 	State     *bub.State  `json:"state"`
+	// Inbound is the delivery of the turn's inbound message, nil outside
+	// a turn. It stays in the process.
+	Inbound *Inbound `json:"-"`
+}
+
+// Inbound is one delivery of a turn's inbound message: what the model
+// stage of a process that runs turns from a stream needs besides the
+// prompt (the worker records which delivery its run answers, and drains
+// the turn's steering inbox).
+type Inbound struct {
+	// Message is the inbound envelope.
+	Message *envelope.Envelope
+	// StreamSeq is the message's inbound stream sequence, 0 when it came
+	// from no stream.
+	StreamSeq uint64
+	// Delivery counts the deliveries of the message (1 = first), 0 when
+	// unknown.
+	Delivery uint64
+	// Steering is the turn's steering inbox, nil when it has none.
+	Steering Steering
+}
+
+// Steering is the steering inbox of a running turn: Drain claims the
+// messages steered into the turn since the last drain, in arrival order.
+type Steering interface {
+	Drain(ctx context.Context) ([]*envelope.Envelope, error)
 }
 
 // ModelRunner implements run_model (firstresult), the legacy plain-text

@@ -90,7 +90,7 @@ func TestProcessInboundBuiltin(t *testing.T) {
 			o := &outbox{}
 			fw := withBuiltin(t, r, o)
 
-			res, err := fw.ProcessInbound(t.Context(), tt.msg)
+			res, err := fw.ProcessInbound(t.Context(), pipeline.Turn{Inbound: hooks.Inbound{Message: tt.msg}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -161,7 +161,7 @@ func TestProcessInboundBuiltinOnError(t *testing.T) {
 			fw := withBuiltin(t, &runner{run: run}, o, tt.plugins...)
 			msg := &envelope.Envelope{ID: "in-9", Content: "hello", Channel: "telegram", ChatID: "42"}
 
-			_, err := fw.ProcessInbound(t.Context(), msg)
+			_, err := fw.ProcessInbound(t.Context(), pipeline.Turn{Inbound: hooks.Inbound{Message: msg}})
 			if err == nil {
 				t.Fatal("turn succeeded, want a failure")
 			}
@@ -194,7 +194,7 @@ func TestProcessInboundBuiltinErrorRepliesAreDistinct(t *testing.T) {
 	r := &runner{run: func(hooks.RunModelInput) (hooks.Stream, error) { return hooks.TextStream("unused"), nil }}
 	fw := withBuiltin(t, r, o, declines)
 
-	_, err := fw.ProcessInbound(t.Context(), inbound())
+	_, err := fw.ProcessInbound(t.Context(), pipeline.Turn{Inbound: hooks.Inbound{Message: inbound()}})
 	if !errors.Is(err, errBad) {
 		t.Fatalf("turn error = %v, want %v", err, errBad)
 	}

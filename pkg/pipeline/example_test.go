@@ -46,7 +46,7 @@ func ExamplePipeline_ProcessInbound() {
 	defer reg.Close(ctx)
 
 	fw := pipeline.New(reg, "", nil)
-	res, err := fw.ProcessInbound(ctx, &envelope.Envelope{ID: "m1", Channel: "cli", ChatID: "local", Content: "hello"})
+	res, err := fw.ProcessInbound(ctx, pipeline.Turn{Inbound: hooks.Inbound{Message: &envelope.Envelope{ID: "m1", Channel: "cli", ChatID: "local", Content: "hello"}}})
 	if err != nil {
 		panic(err)
 	}

@@ -53,25 +53,43 @@ type Result struct {
 // ErrNoModelOutput is reported to on_error when no plugin runs the model.
 var ErrNoModelOutput = errors.New("no model skill returned output")
 
-// ProcessInbound runs one turn (Bub's process_inbound). msg is normalized
-// in place first ([envelope.Envelope.Normalize]) and, like a mapping inbound
-// in Bub, gains the resolved session id when it has none, so on_error and
-// every later stage see the session. Outbound envelopes get deterministic
-// ids (<inbound id>/<index>), in_reply_to and their position in the batch
+// StageTurn is the on_error stage of a failed turn.
+const StageTurn = "turn"
+
+// Turn is the input of one turn.
+type Turn struct {
+	// Inbound is the delivery of the turn's inbound message; the model
+	// stage gets it ([hooks.RunModelInput.Inbound]).
+	hooks.Inbound
+	// SessionID is the message's session when the caller resolved it
+	// already (the worker's admission gate does, to decide the
+	// admission); "" makes the turn call resolve_session.
+	SessionID string
+}
+
+// ProcessInbound runs one turn (Bub's process_inbound). in.Message is
+// normalized in place first ([envelope.Envelope.Normalize]); its session is
+// in.SessionID, else resolve_session's answer, and, like a mapping inbound
+// in Bub, the message gains it when it has none, so on_error and every
+// later stage see the session. Outbound envelopes get deterministic ids
+// (<inbound id>/<index>), in_reply_to and their position in the batch
 // before dispatch ([Address]), so a redelivered inbound never yields a
 // second reply; one without a session id gets the resolved one. A failure
-// is logged, reported to on_error (stage "turn") and returned.
-func (f *Pipeline) ProcessInbound(ctx context.Context, msg *envelope.Envelope) (res Result, err error) {
+// is logged, reported to on_error (stage [StageTurn]) and returned.
+func (f *Pipeline) ProcessInbound(ctx context.Context, in Turn) (res Result, err error) {
+	msg := in.Message
 	defer func() {
 		if err != nil {
 			f.log.ErrorContext(ctx, "turn.failed", "envelope", msg.ID, "session", res.SessionID, "err", err)
-			f.hooks.NotifyError(ctx, hooks.OnErrorInput{Stage: "turn", Err: err, Message: msg})
+			f.hooks.NotifyError(ctx, hooks.OnErrorInput{Stage: StageTurn, Err: err, Message: msg})
 		}
 	}()
 	msg.Normalize()
-	sid, err := f.hooks.ResolveSession(ctx, hooks.ResolveSessionInput{Message: msg})
-	if err != nil {
-		return res, err
+	sid := in.SessionID
+	if sid == "" {
+		if sid, err = f.hooks.ResolveSession(ctx, hooks.ResolveSessionInput{Message: msg}); err != nil {
+			return res, err
+		}
 	}
 	res.SessionID = sid
 	if msg.SessionID == "" {
@@ -87,7 +105,7 @@ func (f *Pipeline) ProcessInbound(ctx context.Context, msg *envelope.Envelope) (
 		return res, err
 	}
 	res.Prompt = prompt
-	if res.ModelOutput, err = f.modelStage(ctx, msg, sid, state, prompt); err != nil {
+	if res.ModelOutput, err = f.modelStage(ctx, &in.Inbound, sid, state, prompt); err != nil {
 		return res, err
 	}
 	outs, err := f.hooks.RenderOutbound(ctx, hooks.RenderOutboundInput{Message: msg, SessionID: sid, State: state, ModelOutput: res.ModelOutput})
@@ -109,19 +127,20 @@ func (f *Pipeline) ProcessInbound(ctx context.Context, msg *envelope.Envelope) (
 
 // modelStage runs the model and then save_state, which sees the model
 // stage's failure; a save_state error replaces the model's.
-func (f *Pipeline) modelStage(ctx context.Context, msg *envelope.Envelope, sid string, state *bub.State, prompt llm.Content) (output string, err error) {
+func (f *Pipeline) modelStage(ctx context.Context, in *hooks.Inbound, sid string, state *bub.State, prompt llm.Content) (output string, err error) {
+	msg := in.Message
 	defer func() {
 		serr := f.hooks.SaveState(ctx, hooks.SaveStateInput{SessionID: sid, State: state, Message: msg, ModelOutput: output, Err: err})
 		if serr != nil {
 			err = serr
 		}
 	}()
-	stream, ok, err := f.hooks.RunModelStream(ctx, hooks.RunModelInput{Prompt: prompt, SessionID: sid, State: state})
+	stream, ok, err := f.hooks.RunModelStream(ctx, hooks.RunModelInput{Prompt: prompt, SessionID: sid, State: state, Inbound: in})
 	if err != nil {
 		return "", err
 	}
 	if !ok {
-		f.hooks.NotifyError(ctx, hooks.OnErrorInput{Stage: "run_model", Err: ErrNoModelOutput, Message: msg})
+		f.hooks.NotifyError(ctx, hooks.OnErrorInput{Stage: string(hooks.HookRunModel), Err: ErrNoModelOutput, Message: msg})
 		if prompt.Parts == nil {
 			return prompt.Text, nil
 		}

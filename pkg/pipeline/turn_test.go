@@ -1,6 +1,7 @@
 package pipeline_test
 
 import (
+	"context"
 	"errors"
 	"reflect"
 	"slices"
@@ -71,7 +72,7 @@ func TestProcessInboundStages(t *testing.T) {
 	fw := newPipeline(t, p)
 	msg := inbound()
 
-	res, err := fw.ProcessInbound(t.Context(), msg)
+	res, err := fw.ProcessInbound(t.Context(), pipeline.Turn{Inbound: hooks.Inbound{Message: msg}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,6 +111,49 @@ func TestProcessInboundStages(t *testing.T) {
 	}
 }
 
+// TestProcessInboundResolvedSession: a turn whose caller resolved the
+// session already (the worker's admission gate) does not call
+// resolve_session again; every stage and the message get that session,
+// and the model stage gets the turn's delivery.
+func TestProcessInboundResolvedSession(t *testing.T) {
+	j := &journal{}
+	var run hooks.RunModelInput
+	var loaded string
+	p := &plug{name: "p", j: j,
+		resolveSession: func(hooks.ResolveSessionInput) (string, bool, error) { return "other", true, nil },
+		loadState: func(in hooks.LoadStateInput) (map[string]any, error) {
+			loaded = in.SessionID
+			return nil, nil
+		},
+		runModel: func(in hooks.RunModelInput) (string, bool, error) {
+			run = in
+			return "ok", true, nil
+		},
+	}
+	fw := newPipeline(t, p)
+	steer := &drained{}
+	in := pipeline.Turn{Inbound: hooks.Inbound{Message: inbound(), StreamSeq: 7, Delivery: 2, Steering: steer}, SessionID: "routed"}
+
+	res, err := fw.ProcessInbound(t.Context(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(j.calls, "p:resolve_session") {
+		t.Errorf("calls = %q: resolve_session ran for a resolved session", j.calls)
+	}
+	if res.SessionID != "routed" || loaded != "routed" || in.Message.SessionID != "routed" || run.SessionID != "routed" {
+		t.Errorf("session: result %q, load_state %q, message %q, run_model %q; want routed everywhere", res.SessionID, loaded, in.Message.SessionID, run.SessionID)
+	}
+	if d := run.Inbound; d == nil || d.Message != in.Message || d.StreamSeq != 7 || d.Delivery != 2 || d.Steering != steer {
+		t.Errorf("run_model inbound = %+v, want the message, stream seq 7, delivery 2 and the steering inbox", d)
+	}
+}
+
+// drained is a steering inbox that never has messages.
+type drained struct{}
+
+func (*drained) Drain(context.Context) ([]*envelope.Envelope, error) { return nil, nil }
+
 // TestProcessInboundLoadStateMerge: load_state results are merged over the
 // framework's seed (_runtime_workspace) so that the higher-priority
 // plugin's keys win; every plugin runs, highest priority first.
@@ -131,7 +175,7 @@ func TestProcessInboundLoadStateMerge(t *testing.T) {
 	}}
 	fw := newPipeline(t, low, none, high, model)
 
-	res, err := fw.ProcessInbound(t.Context(), inbound())
+	res, err := fw.ProcessInbound(t.Context(), pipeline.Turn{Inbound: hooks.Inbound{Message: inbound()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +224,7 @@ func TestProcessInboundBuildPrompt(t *testing.T) {
 			fw := newPipeline(t, model,
 				&plug{name: "low", j: j, buildPrompt: tt.low},
 				&plug{name: "high", j: j, buildPrompt: tt.high})
-			res, err := fw.ProcessInbound(t.Context(), inbound())
+			res, err := fw.ProcessInbound(t.Context(), pipeline.Turn{Inbound: hooks.Inbound{Message: inbound()}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -266,7 +310,7 @@ func TestProcessInboundModelStage(t *testing.T) {
 			fw := newPipeline(t, errs, p)
 			msg := inbound()
 
-			res, err := fw.ProcessInbound(t.Context(), msg)
+			res, err := fw.ProcessInbound(t.Context(), pipeline.Turn{Inbound: hooks.Inbound{Message: msg}})
 
 			if len(saves) != 1 {
 				t.Fatalf("save_state ran %d times, want once", len(saves))
@@ -357,7 +401,7 @@ func TestProcessInboundFailures(t *testing.T) {
 			fw := newPipeline(t, errs, p)
 			msg := inbound()
 
-			_, err := fw.ProcessInbound(t.Context(), msg)
+			_, err := fw.ProcessInbound(t.Context(), pipeline.Turn{Inbound: hooks.Inbound{Message: msg}})
 
 			if !errors.Is(err, fail) {
 				t.Fatalf("turn error = %v, want %v", err, fail)
@@ -410,7 +454,7 @@ func TestProcessInboundWithoutModel(t *testing.T) {
 			fw := newPipeline(t, errs, p)
 			msg := inbound()
 
-			res, err := fw.ProcessInbound(t.Context(), msg)
+			res, err := fw.ProcessInbound(t.Context(), pipeline.Turn{Inbound: hooks.Inbound{Message: msg}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -443,7 +487,7 @@ func TestProcessInboundRunModelOnly(t *testing.T) {
 		},
 	}
 	fw := newPipeline(t, p)
-	res, err := fw.ProcessInbound(t.Context(), inbound())
+	res, err := fw.ProcessInbound(t.Context(), pipeline.Turn{Inbound: hooks.Inbound{Message: inbound()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -478,7 +522,7 @@ func TestProcessInboundAddressesOutbounds(t *testing.T) {
 	fw := newPipeline(t, low, high)
 	msg := &envelope.Envelope{ID: "in-7", Content: "x", Channel: "cli", ChatID: "c1"}
 
-	res, err := fw.ProcessInbound(t.Context(), msg)
+	res, err := fw.ProcessInbound(t.Context(), pipeline.Turn{Inbound: hooks.Inbound{Message: msg}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -523,7 +567,7 @@ func TestProcessInboundSessionOfInbound(t *testing.T) {
 			fw := newPipeline(t, p)
 			msg := inbound()
 			msg.SessionID = tt.session
-			res, err := fw.ProcessInbound(t.Context(), msg)
+			res, err := fw.ProcessInbound(t.Context(), pipeline.Turn{Inbound: hooks.Inbound{Message: msg}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -564,7 +608,7 @@ func TestProcessInboundNormalizes(t *testing.T) {
 			fw := newPipeline(t, p)
 			msg := inbound()
 			msg.Context = tt.context
-			if _, err := fw.ProcessInbound(t.Context(), msg); err != nil {
+			if _, err := fw.ProcessInbound(t.Context(), pipeline.Turn{Inbound: hooks.Inbound{Message: msg}}); err != nil {
 				t.Fatal(err)
 			}
 			if seen != msg || seenCtx != tt.wantCtx {

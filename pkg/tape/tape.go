@@ -213,7 +213,16 @@ func (t Tape) Handoff(ctx context.Context, name string, state map[string]any, me
 	return t.store.Append(ctx, t.name, HandoffEntries(name, state, meta))
 }
 
-// EnsureBootstrapAnchor hands off "session/start" {owner: human} when the
+// BootstrapAnchor is the anchor a tape starts from: handed off, with
+// [BootstrapState], when a tape has none ([Tape.EnsureBootstrapAnchor])
+// and after every reset.
+const BootstrapAnchor = "session/start"
+
+// BootstrapState returns the state of a new [BootstrapAnchor] handoff:
+// {owner: human}.
+func BootstrapState() map[string]any { return map[string]any{"owner": "human"} }
+
+// EnsureBootstrapAnchor hands off [BootstrapAnchor] {owner: human} when the
 // tape has no anchor. It reads only the index.
 func (t Tape) EnsureBootstrapAnchor(ctx context.Context) error {
 	ix, err := t.store.Index(ctx, t.name)
@@ -223,17 +232,17 @@ func (t Tape) EnsureBootstrapAnchor(ctx context.Context) error {
 	if ix.Anchors > 0 {
 		return nil
 	}
-	_, err = t.Handoff(ctx, "session/start", map[string]any{"owner": "human"})
+	_, err = t.Handoff(ctx, BootstrapAnchor, BootstrapState())
 	return err
 }
 
 // Reset empties the tape (Bub's reset). With archive it first copies the
 // current entries through the store's [Archiver] and returns
 // "Archived: <location>", else "ok". The reset and the new
-// "session/start" handoff (state {owner: human, archived?: location}) are
+// [BootstrapAnchor] handoff (state {owner: human, archived?: location}) are
 // one atomic batch.
 func (t Tape) Reset(ctx context.Context, archive bool) (string, error) {
-	state := map[string]any{"owner": "human"}
+	state := BootstrapState()
 	result := "ok"
 	if archive {
 		a, err := archiverOf(t.store)
@@ -251,7 +260,7 @@ func (t Tape) Reset(ctx context.Context, archive bool) (string, error) {
 		state["archived"] = loc
 		result = "Archived: " + loc
 	}
-	if _, err := t.store.Append(ctx, t.name, HandoffEntries("session/start", state, nil), WithReset()); err != nil {
+	if _, err := t.store.Append(ctx, t.name, HandoffEntries(BootstrapAnchor, state, nil), WithReset()); err != nil {
 		return "", err
 	}
 	return result, nil

@@ -15,10 +15,20 @@ const (
 	// handoff); its data is {name, state}.
 	EventHandoff = "handoff"
 	// EventReset empties the tape before the rest of the run's entries and
-	// hands off "session/start" (Bub's tape.reset); its data is
+	// hands off tape.BootstrapAnchor (Bub's tape.reset); its data is
 	// {archive: bool}. The recorder adds the archive location to the
 	// anchor state as "archived".
 	EventReset = "tape.reset"
+)
+
+// Watermark keys the recorder maintains in every tape's index.
+const (
+	// WatermarkEvents is the events-stream sequence of the newest event
+	// committed to the tape.
+	WatermarkEvents = "events"
+	// WatermarkInbound is the inbound-stream sequence of the newest
+	// envelope whose run was committed (read-your-writes for workers).
+	WatermarkInbound = "inbound"
 )
 
 // Batch is what one event contributes to its run's tape entries.
@@ -41,9 +51,9 @@ func Map(payload any, runID string, at time.Time) Batch {
 	}
 	switch p := payload.(type) {
 	case *events.RunStartedData:
-		data := map[string]any{"model": p.Model, "prompt": contentValue(p.Prompt)}
-		for _, k := range []string{"allowed_skills", "allowed_tools"} {
-			data[k] = p.Metadata[k]
+		data := map[string]any{"model": p.Model, "prompt": contentValue(p.Prompt), "allowed_skills": p.Metadata.AllowedSkills, "allowed_tools": nil}
+		if p.Metadata.AllowedTools != nil {
+			data["allowed_tools"] = p.Metadata.AllowedTools
 		}
 		return ev("loop.start", data, meta)
 	case *events.StepStartedData:
@@ -114,7 +124,7 @@ func tapeEvent(p *events.TapeEventData, meta map[string]any, date string) Batch 
 		return Batch{Entries: stamp(tape.HandoffEntries(name, state, []map[string]any{meta})...)}
 	case EventReset:
 		archive, _ := p.Data["archive"].(bool)
-		start := tape.HandoffEntries("session/start", map[string]any{"owner": "human"}, []map[string]any{meta})
+		start := tape.HandoffEntries(tape.BootstrapAnchor, tape.BootstrapState(), []map[string]any{meta})
 		return Batch{Reset: true, Archive: archive, Entries: stamp(start...)}
 	}
 	data := p.Data

@@ -26,13 +26,18 @@ type Spawner interface {
 	Spawn(ctx context.Context, req SpawnRequest) (string, error)
 }
 
+// TempSessionPrefix starts the ids of temporary sessions (a subagent's
+// fresh session), whose runs are never recorded (Bub never merges their
+// forks).
+const TempSessionPrefix = "temp/"
+
 // SpawnRequest describes one subagent run.
 type SpawnRequest struct {
 	Prompt string
 	// Model overrides the parent's model when non-empty.
 	Model string
-	// Session is the subagent's session id (sessions under "temp/" are
-	// never recorded).
+	// Session is the subagent's session id (sessions under
+	// [TempSessionPrefix] are never recorded).
 	Session string
 	// AllowedTools limits the subagent's tools (runtime names); nil = all.
 	AllowedTools []string

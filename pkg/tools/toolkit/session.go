@@ -7,6 +7,7 @@ import (
 
 	"github.com/bubbus/bub/pkg/bub"
 	"github.com/bubbus/bub/pkg/hooks"
+	"github.com/bubbus/bub/pkg/tape"
 	"github.com/bubbus/bub/pkg/tools"
 )
 
@@ -53,7 +54,7 @@ func sessionTools(opts Options) []tools.Tool {
 				if strings.TrimSpace(stringArg(args, "model_id")) == "" && opts.RuntimeOptions != nil {
 					return listModels(ctx, tc, opts.RuntimeOptions)
 				}
-				id, err := setState(ctx, tc, bub.StateModel, "model_id", "model_switch", "model", args)
+				id, err := setState(ctx, tc, bub.StateModel, "model_id", tape.EventModelSwitch, "model", args)
 				if err != nil {
 					return nil, err
 				}
@@ -68,7 +69,7 @@ func sessionTools(opts Options) []tools.Tool {
 			Hidden:          true,
 			RequiresContext: true,
 			Handler: func(ctx context.Context, tc *tools.Context, args map[string]any) (any, error) {
-				effort, err := setState(ctx, tc, bub.StateReasoningEffort, "reasoning_effort", "reasoning_effort_switch", "reasoning_effort", args)
+				effort, err := setState(ctx, tc, bub.StateReasoningEffort, "reasoning_effort", tape.EventReasoningEffortSwitch, "reasoning_effort", args)
 				if err != nil {
 					return nil, err
 				}

@@ -54,13 +54,13 @@ func subagentSession(arg, parent string) string {
 	switch arg {
 	case "inherit":
 		if parent == "" {
-			return "temp/unknown"
+			return tools.TempSessionPrefix + "unknown"
 		}
 		return parent
 	case "", "temp":
 		var b [4]byte
 		_, _ = rand.Read(b[:])
-		return "temp/" + hex.EncodeToString(b[:])
+		return tools.TempSessionPrefix + hex.EncodeToString(b[:])
 	}
 	return arg
 }
