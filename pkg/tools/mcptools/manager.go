@@ -237,8 +237,8 @@ type server struct {
 	mu       sync.Mutex
 	state    State
 	session  *mcp.ClientSession
-	reason   string       // why the server is down
-	listed   []*mcp.Tool  // the tools of the first session (what is registered)
+	reason   string      // why the server is down
+	listed   []*mcp.Tool // the tools of the first session (what is registered)
 	skipped  map[string]string
 	connects int
 }
