@@ -16,6 +16,7 @@ import (
 	"github.com/bubbus/bub/internal/telemetry"
 	"github.com/bubbus/bub/pkg/hooks/remote"
 	"github.com/bubbus/bub/pkg/llm"
+	"github.com/bubbus/bub/pkg/tools/mcptools"
 )
 
 // bindWorker registers the worker flags; models come from BUB_MODEL and
@@ -44,8 +45,9 @@ func envInt(getenv cli.Getenv, key string, def int) int {
 	return def
 }
 
-// loadModels reads the model configuration and the remote interceptors
-// (BUB_INTERCEPTORS, see remote.ConfigsFromEnv) from the environment.
+// loadModels reads the model configuration, the remote interceptors
+// (BUB_INTERCEPTORS, see remote.ConfigsFromEnv) and the MCP servers
+// (BUB_MCP_SERVERS, see mcptools.ServersFromEnv) from the environment.
 func loadModels(getenv cli.Getenv, o *stack.WorkerOptions) error {
 	cfg, err := llm.ConfigFromEnv(getenv)
 	if err != nil {
@@ -54,6 +56,9 @@ func loadModels(getenv cli.Getenv, o *stack.WorkerOptions) error {
 	o.Models = cfg
 	if o.Interceptors, err = remote.ConfigsFromEnv(getenv); err != nil {
 		return fmt.Errorf("interceptor configuration: %w", err)
+	}
+	if o.MCP, err = mcptools.ServersFromEnv(getenv); err != nil {
+		return fmt.Errorf("MCP configuration: %w", err)
 	}
 	return nil
 }
@@ -68,7 +73,7 @@ func NewWorker(env *Env) *cobra.Command {
 		bind:    func(fs *pflag.FlagSet) { bindWorker(fs, &o, env) },
 		prepare: func(context.Context) error { return loadModels(getenv, &o) },
 		config: func() []any {
-			return []any{"models", o.Models, "workspace", o.Workspace, "interceptors", o.Interceptors}
+			return []any{"models", o.Models, "workspace", o.Workspace, "interceptors", o.Interceptors, "mcp", fmt.Sprint(o.MCP)}
 		},
 		run: func(ctx context.Context, conn *stack.Conn, instance string, log *slog.Logger) error {
 			o.Instance = instance

@@ -22,6 +22,7 @@ import (
 	"github.com/bubbus/bub/pkg/llm"
 	"github.com/bubbus/bub/pkg/skills"
 	"github.com/bubbus/bub/pkg/tape"
+	"github.com/bubbus/bub/pkg/tools/mcptools"
 )
 
 // WorkerOptions configures [RunWorker].
@@ -53,6 +54,9 @@ type WorkerOptions struct {
 	// OnStarted, when set, is called once [RunWorker] has started and
 	// consumes inbound envelopes.
 	OnStarted func()
+	// MCP are the MCP servers each worker starts and offers the tools of
+	// (BUB_MCP_SERVERS, see mcptools.ServersFromEnv).
+	MCP []mcptools.Server
 }
 
 // NewRuntime builds a worker's turn runtime on conn.
@@ -91,6 +95,7 @@ func NewRuntime(ctx context.Context, conn *Conn, o WorkerOptions, log *slog.Logg
 		SkillConfig: o.SkillConfig,
 
 		CaptureContent: o.CaptureContent,
+		MCP:            o.MCP,
 	})
 }
 

@@ -156,6 +156,17 @@ func (s Server) String() string {
 // a secret.
 func (s Server) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, s.String()) }
 
+// MarshalJSON encodes the redacted server (name included): no JSON of a
+// Server carries a secret either. [ParseServers] reads the configuration.
+func (s Server) MarshalJSON() ([]byte, error) {
+	type plain Server // without the methods
+	r := s.Redacted()
+	return json.Marshal(struct {
+		Name string `json:"name"`
+		plain
+	}{r.Name, plain(r)})
+}
+
 // LogValue implements [slog.LogValuer] with the redacted server.
 func (s Server) LogValue() slog.Value { return slog.StringValue(s.String()) }
 

@@ -1,6 +1,7 @@
 package mcptools_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"reflect"
@@ -52,7 +53,11 @@ func TestServerTextFormsHideSecrets(t *testing.T) {
 	stdio := mcptools.Server{Name: "b", Command: "srv", Env: map[string]string{"TOKEN": "env-secret"}}
 	var logged strings.Builder
 	slog.New(slog.NewJSONHandler(&logged, nil)).Info("x", "server", s, "other", stdio)
-	for _, text := range []string{fmt.Sprint(s, stdio), fmt.Sprintf("%#v %+v", s, stdio), logged.String(), fmt.Sprint(s.Redacted(), stdio.Redacted())} {
+	asJSON, err := json.Marshal([]mcptools.Server{s, stdio})
+	if err != nil || !strings.Contains(string(asJSON), `"name":"a"`) {
+		t.Fatalf("JSON %s, %v", asJSON, err)
+	}
+	for _, text := range []string{fmt.Sprint(s, stdio), fmt.Sprintf("%#v %+v", s, stdio), logged.String(), fmt.Sprint(s.Redacted(), stdio.Redacted()), string(asJSON)} {
 		for _, secret := range []string{"pw-secret", "hdr-secret", "env-secret"} {
 			if strings.Contains(text, secret) {
 				t.Errorf("text form shows %q: %s", secret, text)
