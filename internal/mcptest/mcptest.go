@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -20,9 +21,13 @@ import (
 // MCP over stdio instead of running the tests.
 const EnvServe = "BUB_MCPTEST_SERVE"
 
-// EnvProbe is the variable the has_env tool reports
-// as set or not (it never returns its value).
+// EnvProbe is the variable the has_env tool reports as set or not (it
+// never returns its value).
 const EnvProbe = "MCPTEST_TOKEN"
+
+// envBlock names a file whose existence makes the stdio server exit at
+// start (see [Block]).
+const envBlock = "MCPTEST_BLOCK"
 
 type echoIn struct {
 	Text string `json:"text" jsonschema:"the text to echo"`
@@ -73,6 +78,10 @@ func ServeIfChild() {
 	if os.Getenv(EnvServe) == "" {
 		return
 	}
+	if _, err := os.Stat(os.Getenv(envBlock)); err == nil {
+		fmt.Fprintln(os.Stderr, "mcptest: blocked")
+		os.Exit(1)
+	}
 	if err := NewServer().Run(context.Background(), &mcp.StdioTransport{}); err != nil && !errors.Is(err, mcp.ErrConnectionClosed) {
 		fmt.Fprintln(os.Stderr, "mcptest:", err)
 		os.Exit(1)
@@ -89,7 +98,25 @@ func Stdio(t testing.TB, name, secret string) mcptools.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return mcptools.Server{Name: name, Command: exe, Env: map[string]string{EnvServe: "1", EnvProbe: secret}}
+	block := filepath.Join(t.TempDir(), "block")
+	return mcptools.Server{Name: name, Command: exe, Env: map[string]string{EnvServe: "1", EnvProbe: secret, envBlock: block}}
+}
+
+// Block makes the stdio server s (from [Stdio]) fail to start from now
+// on (on) or start again (off): a killed server then stays down until it
+// is unblocked.
+func Block(t testing.TB, s mcptools.Server, on bool) {
+	t.Helper()
+	path := s.Env[envBlock]
+	if on {
+		if err := os.WriteFile(path, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // HTTP is a streamable-HTTP MCP server on 127.0.0.1 that answers only
