@@ -37,7 +37,7 @@ effect class. Env and header values never show.`,
 			if err != nil {
 				return err
 			}
-			status, err := mcpStatus(cmd.Context(), servers, timeout, env)
+			status, err := mcpStatus(cmd.Context(), servers, timeout)
 			if err != nil {
 				return err
 			}
@@ -58,8 +58,9 @@ effect class. Env and header values never show.`,
 
 // mcpStatus starts servers, registers their tools in a registry of their
 // own (so the tools it refuses show why) and returns their status.
-func mcpStatus(ctx context.Context, servers []mcptools.Server, timeout time.Duration, env *Env) ([]mcptools.ServerStatus, error) {
-	m, err := mcptools.New(servers, mcptools.Options{Log: env.logger(), ConnectTimeout: timeout})
+func mcpStatus(ctx context.Context, servers []mcptools.Server, timeout time.Duration) ([]mcptools.ServerStatus, error) {
+	// No log: what it would say (a server is down, and why) is the output.
+	m, err := mcptools.New(servers, mcptools.Options{ConnectTimeout: timeout})
 	if err != nil {
 		return nil, err
 	}

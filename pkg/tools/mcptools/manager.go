@@ -277,7 +277,7 @@ func (s *server) supervise(ctx context.Context) {
 		}
 		if err == nil {
 			failures = 0
-			s.log.Info("mcp.connected", "server", s.cfg)
+			s.log.Info("mcp.connected", "server", s.cfg, "tools", len(listed))
 			err = s.await(ctx, cs)
 			if ctx.Err() != nil {
 				return
@@ -289,7 +289,7 @@ func (s *server) supervise(ctx context.Context) {
 		}
 		failures++
 		delay := s.backoff(failures)
-		s.log.Warn("mcp.down", "server", s.cfg.Name, "reason", s.downReason(), "retry_in", delay)
+		s.log.Warn("mcp.down", "reason", s.downReason(), "retry_in", delay)
 		select {
 		case <-ctx.Done():
 			return

@@ -120,6 +120,10 @@ func TestToolsOverStdioAndHTTP(t *testing.T) {
 	if out, err := call(t, reg, "mcp.local_has_env", nil); err != nil || out != "true" {
 		t.Errorf("stdio server env: has_env = %v, %v", out, err)
 	}
+	// A server that hands back one of its secrets does not get it to the model.
+	if out, err := call(t, reg, "mcp.remote_echo", map[string]any{"text": "Bearer " + httpSecret}); err != nil || out != "echo: [redacted]" {
+		t.Errorf("echo of the header value = %v, %v; want it redacted", out, err)
+	}
 	status, _ := json.Marshal(m.Status())
 	for _, want := range []string{`"name":"local"`, `"transport":"stdio"`, `"state":"connected"`, `"name":"mcp.remote_put","mcp_name":"put","effect":"idempotent"`} {
 		if !strings.Contains(string(status), want) {

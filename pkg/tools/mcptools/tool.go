@@ -101,7 +101,7 @@ func (s *server) call(ctx context.Context, name string, args map[string]any) (an
 		}
 		return nil, s.unavailable(s.broken(cs, err))
 	}
-	text := contentText(res.Content)
+	text := s.hide.Replace(contentText(res.Content)) // a server echoing its own token
 	if res.IsError {
 		if text == "" {
 			text = "the tool reported an error"
