@@ -9,7 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -117,6 +119,21 @@ func Block(t testing.TB, s mcptools.Server, on bool) {
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Kill SIGKILLs the stdio server whose pid tool answered pidText and
+// returns its pid. Anything but the pid of another process fails the test
+// (a pid of 0 or -1 would signal the test's whole process group).
+func Kill(t testing.TB, pidText string) int {
+	t.Helper()
+	pid, err := strconv.Atoi(strings.TrimSpace(pidText))
+	if err != nil || pid <= 1 || pid == os.Getpid() {
+		t.Fatalf("the pid tool answered %q, not the pid of a server process", pidText)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	return pid
 }
 
 // HTTP is a streamable-HTTP MCP server on 127.0.0.1 that answers only

@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -165,12 +163,9 @@ func TestMCPToolsEndToEnd(t *testing.T) {
 
 			// Kill the server: the model gets a tool error naming it.
 			if transport == "stdio" {
-				pid, err := strconv.Atoi(strings.TrimSpace(turn("mcp-4", ",mcp.local_pid")))
-				if err != nil {
-					t.Fatal(err)
-				}
+				pid := turn("mcp-4", ",mcp.local_pid")
 				mcptest.Block(t, srv, true) // restarts fail until back()
-				kill = func() { _ = syscall.Kill(pid, syscall.SIGKILL) }
+				kill = func() { mcptest.Kill(t, pid) }
 			}
 			kill()
 			if reply := turn("mcp-5", "after the kill"); reply != "saw the error" {

@@ -170,19 +170,29 @@ func (s Server) MarshalJSON() ([]byte, error) {
 // LogValue implements [slog.LogValuer] with the redacted server.
 func (s Server) LogValue() slog.Value { return slog.StringValue(s.String()) }
 
-// secrets returns the values no text of the server's may show.
+// minSecret is the length from which a secret is also replaced inside
+// texts that come from the server (errors, stderr, tool results): a short
+// value ("1", "true") is no credential, and replacing it would garble
+// every text that happens to contain it.
+const minSecret = 8
+
+// secrets returns the values no text about the server may show: env and
+// header values and a URL password, of at least minSecret bytes.
 func (s Server) secrets() []string {
 	var out []string
+	add := func(v string) {
+		if len(v) >= minSecret {
+			out = append(out, v)
+		}
+	}
 	for _, m := range []map[string]string{s.Env, s.Headers} {
 		for _, v := range m {
-			if v != "" {
-				out = append(out, v)
-			}
+			add(v)
 		}
 	}
 	if u, err := url.Parse(s.URL); err == nil && u.User != nil {
-		if p, ok := u.User.Password(); ok && p != "" {
-			out = append(out, p)
+		if p, ok := u.User.Password(); ok {
+			add(p)
 		}
 	}
 	// Longest first, so a secret containing another is replaced whole.

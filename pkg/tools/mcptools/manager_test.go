@@ -10,7 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +26,25 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// syncBuffer is a log destination the supervisors write while the test
+// reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 const (
 	stdioSecret = "stdio-secret-4711"
 	httpSecret  = "http-secret-0815"
@@ -34,7 +53,7 @@ const (
 // start runs a manager of servers until the test ends, logging to log.
 // Reconnections wait at least half a second, so a call right after a
 // server died finds it down.
-func start(t *testing.T, log *bytes.Buffer, servers ...mcptools.Server) (*mcptools.Manager, *tools.Registry) {
+func start(t *testing.T, log *syncBuffer, servers ...mcptools.Server) (*mcptools.Manager, *tools.Registry) {
 	t.Helper()
 	m, err := mcptools.New(servers, mcptools.Options{
 		Log:        slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug})),
@@ -84,7 +103,7 @@ func servers(t *testing.T) (*mcptest.HTTP, []mcptools.Server) {
 // reach the server (the stdio server got its env, the HTTP one its
 // Authorization header).
 func TestToolsOverStdioAndHTTP(t *testing.T) {
-	var log bytes.Buffer
+	var log syncBuffer
 	_, all := servers(t)
 	m, reg := start(t, &log, all...)
 	for _, srv := range []string{"local", "remote"} {
@@ -120,6 +139,10 @@ func TestToolsOverStdioAndHTTP(t *testing.T) {
 	if out, err := call(t, reg, "mcp.local_has_env", nil); err != nil || out != "true" {
 		t.Errorf("stdio server env: has_env = %v, %v", out, err)
 	}
+	// Short env values ("1") are no secrets to cut out of every text.
+	if out, err := call(t, reg, "mcp.local_echo", map[string]any{"text": "1 + 1"}); err != nil || out != "echo: 1 + 1" {
+		t.Errorf("echo = %v, %v", out, err)
+	}
 	// A server that hands back one of its secrets does not get it to the model.
 	if out, err := call(t, reg, "mcp.remote_echo", map[string]any{"text": "Bearer " + httpSecret}); err != nil || out != "echo: [redacted]" {
 		t.Errorf("echo of the header value = %v, %v; want it redacted", out, err)
@@ -147,16 +170,13 @@ func assertNoSecret(t *testing.T, what, text string) {
 // naming the server, the supervisor restarts the process, and the tool
 // works again on a new process.
 func TestStdioServerKilledRecovers(t *testing.T) {
-	var log bytes.Buffer
+	var log syncBuffer
 	m, reg := start(t, &log, mcptest.Stdio(t, "local", stdioSecret))
 	out, err := call(t, reg, "mcp.local_pid", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid, _ := strconv.Atoi(out.(string))
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
+	pid := mcptest.Kill(t, fmt.Sprint(out))
 	_, cerr := call(t, reg, "mcp.local_echo", map[string]any{"text": "x"})
 	if cerr == nil || cerr.Kind != bub.KindTemporary || !strings.Contains(cerr.Message, "MCP server 'local' is unavailable") {
 		t.Fatalf("call to a killed server = %v, want a temporary error naming the server", cerr)
@@ -190,7 +210,7 @@ func recovered(t *testing.T, m *mcptools.Manager, reg *tools.Registry, server st
 // server; once it is back (a new server on the same address, which knows
 // no session), the client reconnects and the tool works again.
 func TestHTTPServerDownRecovers(t *testing.T) {
-	var log bytes.Buffer
+	var log syncBuffer
 	h := mcptest.StartHTTP(t, httpSecret)
 	m, reg := start(t, &log, h.Server("remote"))
 	h.Stop()
@@ -210,7 +230,7 @@ func TestHTTPServerDownRecovers(t *testing.T) {
 // A server that cannot start is down, reported with a reason, contributes
 // no tools, and does not keep the others from working.
 func TestUnreachableServer(t *testing.T) {
-	var log bytes.Buffer
+	var log syncBuffer
 	bad := mcptools.Server{Name: "broken", Command: "/nonexistent/mcp-server", Env: map[string]string{"TOKEN": stdioSecret}}
 	m, reg := start(t, &log, bad, mcptest.Stdio(t, "local", stdioSecret))
 	st := m.Status()
