@@ -8,7 +8,7 @@
 // assumption about a tool nobody described.
 //
 // Start with [Tool] and [Registry]. Looking for bash, fs.*, tape.* and the
-// other builtin tools? See package tools/toolkit. For the tools of MCP servers see package
-// tools/mcptools. For how tool calls are
-// executed inside the agent loop see package agent.
+// other builtin tools? See package tools/toolkit. For the tools of MCP
+// servers see package tools/mcptools. For how tool calls are executed
+// inside the agent loop see package agent.
 package tools
