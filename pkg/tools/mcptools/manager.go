@@ -229,9 +229,9 @@ type server struct {
 	opts   Options
 	client *mcp.Client
 	log    *slog.Logger
-	hide   *strings.Replacer // replaces the server's secrets in any text
-	ready  chan struct{}     // closed when the first attempt ended
-	kick   chan struct{}     // a call saw the session fail (cap 1)
+	hide   *strings.Replacer       // replaces the server's secrets in any text
+	ready  chan struct{}           // closed when the first attempt ended
+	kick   chan *mcp.ClientSession // a session a call saw fail (cap 1)
 
 	// mu guards the fields below.
 	mu       sync.Mutex
@@ -255,7 +255,7 @@ func newServer(cfg Server, opts Options) *server {
 		log:     opts.Log.With("mcp_server", cfg.Name),
 		hide:    strings.NewReplacer(pairs...),
 		ready:   make(chan struct{}),
-		kick:    make(chan struct{}, 1),
+		kick:    make(chan *mcp.ClientSession, 1),
 		state:   StateConnecting,
 		skipped: map[string]string{},
 	}
@@ -282,7 +282,9 @@ func (s *server) supervise(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			s.setState(StateDown, "session ended: "+s.hide.Replace(err.Error()))
+			if !errors.Is(err, errBroken) { // broken recorded the call's reason
+				s.setState(StateDown, "session ended: "+s.hide.Replace(err.Error()))
+			}
 		}
 		if ctx.Err() != nil {
 			return
@@ -327,6 +329,9 @@ func (s *server) connect(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool, 
 	return cs, listed, nil
 }
 
+// errBroken is await's answer when a call found the session broken.
+var errBroken = errors.New("a tool call found the connection broken")
+
 // await returns when the session ends (the process exited, the HTTP
 // session failed), a call saw it fail, or ctx ends, and closes cs.
 func (s *server) await(ctx context.Context, cs *mcp.ClientSession) error {
@@ -335,16 +340,20 @@ func (s *server) await(ctx context.Context, cs *mcp.ClientSession) error {
 	wg.Go(func() { ended <- cs.Wait() }) // returns once cs is closed at the latest
 	defer wg.Wait()
 	defer func() { _ = cs.Close() }()
-	select {
-	case err := <-ended:
-		if err == nil {
-			err = errors.New("the server closed the connection")
+	for {
+		select {
+		case err := <-ended:
+			if err == nil {
+				err = errors.New("the server closed the connection")
+			}
+			return err
+		case broken := <-s.kick:
+			if broken == cs {
+				return errBroken
+			} // else about an earlier session
+		case <-ctx.Done():
+			return ctx.Err()
 		}
-		return err
-	case <-s.kick:
-		return errors.New("a tool call found the connection broken")
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
 
@@ -454,7 +463,7 @@ func (s *server) broken(cs *mcp.ClientSession, err error) string {
 	if s.session == cs {
 		s.state, s.session, s.reason = StateDown, nil, reason
 		select {
-		case s.kick <- struct{}{}:
+		case s.kick <- cs:
 		default:
 		}
 	}
