@@ -463,9 +463,10 @@ func (s *server) broken(cs *mcp.ClientSession, err error) string {
 	if s.session == cs {
 		s.state, s.session, s.reason = StateDown, nil, reason
 		select {
-		case s.kick <- cs:
+		case <-s.kick: // a kick about an earlier session nobody took
 		default:
 		}
+		s.kick <- cs // room for it: senders hold mu, and the slot is empty
 	}
 	return reason
 }
