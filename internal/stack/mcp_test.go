@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/bubbus/bub/internal/fakellm"
 	"github.com/bubbus/bub/internal/mcptest"
 	"github.com/bubbus/bub/internal/natstest"
@@ -83,6 +85,34 @@ func lastToolMessage(t *testing.T, c *stacktest.Cluster) string {
 	}
 	t.Fatal("the model was sent no tool message")
 	return ""
+}
+
+// sessionEvents returns the data of every lifecycle event of session.
+func sessionEvents(t *testing.T, c *stacktest.Cluster, session string) []string {
+	t.Helper()
+	ctx := t.Context()
+	cons, err := c.Conn.JS.OrderedConsumer(ctx, c.Conn.Names.EventsStream(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{c.Conn.Names.EventsOf(session)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for pending := int(info.NumPending); len(out) < pending; {
+		batch, err := cons.Fetch(pending-len(out), jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for msg := range batch.Messages() {
+			out = append(out, msg.Subject()+" "+string(msg.Data()))
+		}
+		if err := batch.Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
 }
 
 // TestMCPToolsEndToEnd runs a worker on an embedded NATS with an MCP
@@ -201,13 +231,22 @@ func TestMCPToolsEndToEnd(t *testing.T) {
 			if calls == 0 || results != 1 {
 				t.Errorf("tape: %d echo calls, %d results with the MCP answer", calls, results)
 			}
+			events := sessionEvents(t, c, session)
+			var finished bool
+			for _, ev := range events {
+				finished = finished || strings.Contains(ev, "tool_call.finished") && strings.Contains(ev, "echo: hello")
+			}
+			if !finished {
+				t.Errorf("no tool_call.finished event carries the MCP result among %d events", len(events))
+			}
 			everything, _ := json.Marshal(entries)
+			everything = append(everything, strings.Join(events, "\n")...)
 			for _, req := range c.LLM.Requests() {
 				everything = append(everything, req.Body...)
 			}
 			for _, secret := range []string{envSecret, headerSecret} {
 				if strings.Contains(string(everything), secret) {
-					t.Errorf("the tape or a model request shows the secret %q", secret)
+					t.Errorf("the tape, an event or a model request shows the secret %q", secret)
 				}
 			}
 		})
