@@ -79,7 +79,8 @@ func TestMCPList(t *testing.T) {
 	words := strings.Join(lines, "\n")
 	for _, want := range []string{"gone (stdio /nonexistent/mcp-server): down\nerror: fork/exec /nonexistent/mcp-server: no such file or directory",
 		"local (stdio ", "): connected\nmcp.local_echo read_only Echo the text.\nmcp.local_fail irreversible Always fails.",
-		"remote (http " + h.Server("").URL + "): connected", "mcp.remote_put idempotent Store a value."} {
+		"remote (http " + h.Server("").URL + "): connected", "mcp.remote_put idempotent Store a value.",
+		`mcp.remote_odd irreversible skipped: register tool "mcp.remote_odd": invalid tool: parameters: property "f": unsupported type "file"`} {
 		if !strings.Contains(words, want) {
 			t.Errorf("bub mcp list lacks %q:\n%s", want, text)
 		}

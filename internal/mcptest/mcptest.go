@@ -2,6 +2,7 @@ package mcptest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -71,6 +72,9 @@ func NewServer() *mcp.Server {
 		func(context.Context, *mcp.CallToolRequest, empty) (*mcp.CallToolResult, any, error) {
 			return nil, nil, errors.New("boom")
 		})
+	// odd's schema is outside the subset Bub's tool registry accepts.
+	s.AddTool(&mcp.Tool{Name: "odd", Description: "A schema Bub refuses.", InputSchema: json.RawMessage(`{"type":"object","properties":{"f":{"type":"file"}}}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return text("odd"), nil })
 	return s
 }
 

@@ -147,8 +147,13 @@ func TestToolsOverStdioAndHTTP(t *testing.T) {
 	if out, err := call(t, reg, "mcp.remote_echo", map[string]any{"text": "Bearer " + httpSecret}); err != nil || out != "echo: [redacted]" {
 		t.Errorf("echo of the header value = %v, %v; want it redacted", out, err)
 	}
+	// A tool whose schema the registry refuses is skipped, with the reason.
+	if _, ok := reg.Get("mcp.local_odd"); ok {
+		t.Error("mcp.local_odd was registered")
+	}
 	status, _ := json.Marshal(m.Status())
-	for _, want := range []string{`"name":"local"`, `"transport":"stdio"`, `"state":"connected"`, `"name":"mcp.remote_put","mcp_name":"put","effect":"idempotent"`} {
+	for _, want := range []string{`"name":"local"`, `"transport":"stdio"`, `"state":"connected"`, `"name":"mcp.remote_put","mcp_name":"put","effect":"idempotent"`,
+		`"name":"mcp.local_odd","mcp_name":"odd","effect":"irreversible","skipped":"register tool \"mcp.local_odd\": invalid tool: parameters: property \"f\": unsupported type \"file\""`} {
 		if !strings.Contains(string(status), want) {
 			t.Errorf("status lacks %s: %s", want, status)
 		}
