@@ -1,6 +1,7 @@
 package mcptools
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -21,5 +22,16 @@ func TestBackoff(t *testing.T) {
 		if len(seen) < 10 {
 			t.Errorf("backoff(%d) took only %d values in 200 draws: no jitter?", n, len(seen))
 		}
+	}
+}
+
+// A stdio server gets the base variables of the worker and its own env,
+// never the worker's other variables (model keys, NATS credentials).
+func TestServerEnv(t *testing.T) {
+	worker := map[string]string{"PATH": "/bin", "HOME": "/h", "LANG": "C", "BUB_OPENAI_API_KEY": "sk-1", "BUB_MCP_SERVERS": "{}", "BUB_NATS_PASSWORD": "pw"}
+	env := serverEnv(func(k string) string { return worker[k] }, map[string]string{"TOKEN": "t", "LANG": "de_DE"})
+	slices.Sort(env)
+	if want := []string{"HOME=/h", "LANG=de_DE", "PATH=/bin", "TOKEN=t"}; !slices.Equal(env, want) {
+		t.Errorf("server env %v, want %v", env, want)
 	}
 }
