@@ -265,15 +265,13 @@ func newServer(cfg Server, opts Options) *server {
 // backoff until ctx ends.
 func (s *server) supervise(ctx context.Context) {
 	defer s.setState(StateStopped, "")
-	first := true
 	for failures := 0; ; {
 		cs, listed, err := s.connect(ctx)
-		if first {
-			first = false
-			s.up(cs, listed, err)
-			close(s.ready)
-		} else {
-			s.up(cs, nil, err)
+		s.up(cs, listed, err)
+		select {
+		case <-s.ready:
+		default:
+			close(s.ready) // the first attempt ended (only supervise closes it)
 		}
 		if err == nil {
 			failures = 0
@@ -422,9 +420,8 @@ func (s *server) up(cs *mcp.ClientSession, listed []*mcp.Tool, err error) {
 		return
 	}
 	s.state, s.session, s.reason = StateConnected, cs, ""
-	s.connects++
-	if listed != nil {
-		s.listed = listed
+	if s.connects++; s.connects == 1 {
+		s.listed = listed // what Tools registers; later sessions keep it
 	}
 }
 
