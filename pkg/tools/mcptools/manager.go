@@ -110,8 +110,8 @@ func New(servers []Server, opts Options) (*Manager, error) {
 // Start starts a supervisor per server and waits (at most
 // Options.ConnectTimeout, or until ctx ends) until each server's first
 // connection attempt ended. A server that is down then is not an error:
-// it keeps being retried, but only the tools of servers connected now are
-// in [Manager.Tools]. Start returns an error only when called twice.
+// it keeps being retried, but offers no tools to a registry filled now
+// (see [Manager.Tools]). Start returns an error only when called twice.
 func (m *Manager) Start(ctx context.Context) error {
 	m.mu.Lock()
 	if m.cancel != nil {
@@ -155,11 +155,12 @@ func (m *Manager) Close(ctx context.Context) error {
 	}
 }
 
-// Tools returns the tools of the servers that are connected, as
-// mcp.<server>_<tool>, sorted by server, then as each server listed them.
-// Call it after [Manager.Start]; the set does not change later (a tool
-// registry is frozen once a worker serves): a server that was down at
-// start contributes its tools from the next start on.
+// Tools returns the tools of every server that has connected so far, as
+// its first session listed them: mcp.<server>_<tool>, sorted by server,
+// then in the server's order. A worker calls it (through
+// [Manager.Register]) once, right after [Manager.Start], since its tool
+// registry is frozen once it serves: a server that was down then
+// contributes its tools from the worker's next start on.
 func (m *Manager) Tools() []tools.Tool {
 	var out []tools.Tool
 	for _, s := range m.servers {
