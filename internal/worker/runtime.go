@@ -251,9 +251,6 @@ func startMCP(ctx context.Context, reg *tools.Registry, servers []mcptools.Serve
 	return m, nil
 }
 
-// MCP returns the runtime's MCP servers.
-func (rt *Runtime) MCP() *mcptools.Manager { return rt.mcp }
-
 // Process runs the turn of one inbound envelope. Publishing failures wrap
 // ErrRetry so the envelope is redelivered; a failed turn was already
 // answered by on_error and is not.
