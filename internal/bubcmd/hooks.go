@@ -26,6 +26,7 @@ marking the one that answers a firstresult hook first.`,
 			if err := workercmd.Load(getenv, &wo); err != nil {
 				return err
 			}
+			wo.MCP = nil // MCP servers bring tools, not hooks
 			return withClient(cmd.Context(), &common, getenv, func(ctx context.Context, c *client) error {
 				wo.Instance = cli.Instance(getenv)
 				rt, err := workercmd.NewRuntime(ctx, c.conn, wo, c.log)

@@ -8,9 +8,9 @@ import (
 
 	"github.com/bubbus/bub/internal/fakellm"
 	"github.com/bubbus/bub/internal/natsx"
-	"github.com/bubbus/bub/internal/stack"
 	"github.com/bubbus/bub/internal/stacktest"
 	"github.com/bubbus/bub/internal/worker"
+	"github.com/bubbus/bub/internal/workercmd"
 	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/events"
 	"github.com/bubbus/bub/pkg/hooks"
@@ -72,7 +72,7 @@ func TestResolveSessionRunsOncePerTurn(t *testing.T) {
 func TestRuntimeWithoutTheGateResolvesOnce(t *testing.T) {
 	c := stacktest.Start(t, stacktest.Options{})
 	r := &router{calls: map[string]int{}}
-	rt, err := stack.NewRuntime(t.Context(), c.Conn, stack.WorkerOptions{
+	rt, err := workercmd.NewRuntime(t.Context(), c.Conn, workercmd.Options{
 		Topology: natsx.Topology{MemoryStorage: true}, Instance: "direct", Workspace: t.TempDir(), Plugins: []hooks.Plugin{r},
 		Models: llm.Config{Model: "openai:unused", APIBase: "http://127.0.0.1:1", APIKey: "x"}, // a command calls no model
 	}, nil)

@@ -20,6 +20,7 @@ import (
 	"github.com/bubbus/bub/pkg/hooks/remote"
 	"github.com/bubbus/bub/pkg/llm"
 	"github.com/bubbus/bub/pkg/tape"
+	"github.com/bubbus/bub/pkg/tools/mcptools"
 )
 
 // Wait bounds every wait of the package (a turn, the recorder).
@@ -37,6 +38,8 @@ type Options struct {
 	// Instance names the services (default "t"): workers are
 	// "<instance>-w0", …
 	Instance string
+	// MCP are the MCP servers the worker starts.
+	MCP []mcptools.Server
 }
 
 // Cluster is a running in-process cluster.
@@ -72,7 +75,7 @@ func Start(t testing.TB, o Options) *Cluster {
 	topo := natsx.Topology{MemoryStorage: true}
 	running, err := stack.StartServices(t.Context(), cl, stack.Services{
 		Workers: 1,
-		Worker: workercmd.Options{Topology: topo, Instance: o.Instance, Workspace: t.TempDir(), Plugins: o.Plugins, Interceptors: o.Interceptors,
+		Worker: workercmd.Options{Topology: topo, Instance: o.Instance, Workspace: t.TempDir(), Plugins: o.Plugins, Interceptors: o.Interceptors, MCP: o.MCP,
 			Models: llm.Config{Model: "openai:fake", APIBase: base, APIKey: "x"}},
 		Recorder: &recordercmd.Options{Topology: topo, Instance: o.Instance},
 	}, nil)

@@ -8,6 +8,10 @@
 // pipeline that implements it is package pipeline. Looking for what
 // publishes inbound envelopes? See internal/ingress.
 //
+// [NewRuntime] starts the MCP servers of [RuntimeOptions.MCP] and adds
+// their tools to the agent's (package tools/mcptools); [Runtime.Close],
+// which runs once the worker drained, stops them.
+//
 // With [RuntimeOptions.Instance] set, the background shells of every
 // worker are reachable from all: the state bucket maps a shell id to its
 // worker (key shell.<id>, deleted when the shell is gone) and the owner

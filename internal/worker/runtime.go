@@ -26,6 +26,7 @@ import (
 	"github.com/bubbus/bub/pkg/subjects"
 	"github.com/bubbus/bub/pkg/tape"
 	"github.com/bubbus/bub/pkg/tools"
+	"github.com/bubbus/bub/pkg/tools/mcptools"
 	"github.com/bubbus/bub/pkg/tools/toolkit"
 )
 
@@ -73,7 +74,10 @@ type RuntimeOptions struct {
 	// CaptureContent puts prompts, responses and tool arguments and
 	// results on trace spans (BUB_OTEL_CAPTURE_CONTENT).
 	CaptureContent bool
-	Log            *slog.Logger
+	// MCP are the MCP servers whose tools the agent gets (as
+	// mcp.<server>_<tool>): started with the runtime, stopped by Close.
+	MCP []mcptools.Server
+	Log *slog.Logger
 }
 
 // Runtime is the worker's [Processor]: Bub's hook-driven turn pipeline with
@@ -85,6 +89,7 @@ type Runtime struct {
 	agent  *agent.Agent
 	bridge *events.Bridge
 	shells *toolkit.Shells
+	mcp    *mcptools.Manager
 	router *shellRouter // nil without Instance or State
 	log    *slog.Logger
 	// remote names the plugins that are remote interceptors (for the
@@ -102,8 +107,9 @@ type Runtime struct {
 }
 
 // NewRuntime assembles the hook registry (builtin first, then o.Plugins),
-// the agent, its tools and the NATS bridge, and starts the plugins.
-func NewRuntime(ctx context.Context, o RuntimeOptions) (*Runtime, error) {
+// the agent, its tools (the MCP servers' among them) and the NATS bridge,
+// and starts the plugins and the MCP servers.
+func NewRuntime(ctx context.Context, o RuntimeOptions) (_ *Runtime, err error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
@@ -139,6 +145,14 @@ func NewRuntime(ctx context.Context, o RuntimeOptions) (*Runtime, error) {
 	if err := toolkit.Register(reg, toolkit.Options{Shells: rt.shells, RuntimeOptions: runtimeOptions, Skills: catalog, Quit: rt.quit}); err != nil {
 		return nil, err
 	}
+	if rt.mcp, err = startMCP(ctx, reg, o.MCP, o.Log); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil { // stop the servers (again, if rt.Close did: that is a no-op)
+			err = errors.Join(err, rt.mcp.Close(context.WithoutCancel(ctx)))
+		}
+	}()
 	reg.Freeze()
 	rt.reg = hooks.New[tape.Store, tape.Context](hooks.WithLogger(o.Log), hooks.WithDecisionObserver(rt.onDecision))
 	rt.agent = agent.New(router, reg, o.Agent, rt.systemPrompt, o.Log)
@@ -220,7 +234,22 @@ func (rt *Runtime) Close(ctx context.Context) error {
 	if rt.router != nil {
 		routerErr = rt.router.close() // no more routed calls, then the shells go
 	}
-	return errors.Join(routerErr, rt.scope.Close(ctx), rt.reg.Close(ctx), rt.shells.Close(), rt.bridge.Close(ctx))
+	return errors.Join(routerErr, rt.scope.Close(ctx), rt.reg.Close(ctx), rt.mcp.Close(ctx), rt.shells.Close(), rt.bridge.Close(ctx))
+}
+
+// startMCP starts the MCP servers and registers their tools in reg.
+func startMCP(ctx context.Context, reg *tools.Registry, servers []mcptools.Server, log *slog.Logger) (*mcptools.Manager, error) {
+	m, err := mcptools.New(servers, mcptools.Options{Log: log})
+	if err != nil {
+		return nil, err
+	}
+	if err := m.Start(ctx); err != nil {
+		return nil, err
+	}
+	if err := m.Register(reg); err != nil {
+		return nil, errors.Join(err, m.Close(context.WithoutCancel(ctx)))
+	}
+	return m, nil
 }
 
 // Process runs the turn of one inbound envelope. Before the pipeline's

@@ -21,6 +21,7 @@ import (
 	"github.com/bubbus/bub/pkg/llm"
 	"github.com/bubbus/bub/pkg/skills"
 	"github.com/bubbus/bub/pkg/tape"
+	"github.com/bubbus/bub/pkg/tools/mcptools"
 )
 
 // Options configures [Run].
@@ -52,6 +53,9 @@ type Options struct {
 	// OnStarted, when set, is called once [Run] has started and
 	// consumes inbound envelopes.
 	OnStarted func()
+	// MCP are the MCP servers each worker starts and offers the tools of
+	// (BUB_MCP_SERVERS, see mcptools.ServersFromEnv).
+	MCP []mcptools.Server
 }
 
 // NewRuntime builds a worker's turn runtime on conn.
@@ -90,6 +94,7 @@ func NewRuntime(ctx context.Context, conn *service.Conn, o Options, log *slog.Lo
 		SkillConfig: o.SkillConfig,
 
 		CaptureContent: o.CaptureContent,
+		MCP:            o.MCP,
 	})
 }
 

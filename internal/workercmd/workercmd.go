@@ -16,6 +16,7 @@ import (
 	"github.com/bubbus/bub/internal/telemetry"
 	"github.com/bubbus/bub/pkg/hooks/remote"
 	"github.com/bubbus/bub/pkg/llm"
+	"github.com/bubbus/bub/pkg/tools/mcptools"
 )
 
 // Bind registers the worker flags (shared by the worker and the bub
@@ -45,8 +46,9 @@ func envInt(getenv cli.Getenv, key string, def int) int {
 	return def
 }
 
-// Load reads the model configuration and the remote interceptors
-// (BUB_INTERCEPTORS, see remote.ConfigsFromEnv) from the environment.
+// Load reads the model configuration, the remote interceptors
+// (BUB_INTERCEPTORS, see remote.ConfigsFromEnv) and the MCP servers
+// (BUB_MCP_SERVERS, see mcptools.ServersFromEnv) from the environment.
 func Load(getenv cli.Getenv, o *Options) error {
 	cfg, err := llm.ConfigFromEnv(getenv)
 	if err != nil {
@@ -55,6 +57,9 @@ func Load(getenv cli.Getenv, o *Options) error {
 	o.Models = cfg
 	if o.Interceptors, err = remote.ConfigsFromEnv(getenv); err != nil {
 		return fmt.Errorf("interceptor configuration: %w", err)
+	}
+	if o.MCP, err = mcptools.ServersFromEnv(getenv); err != nil {
+		return fmt.Errorf("MCP configuration: %w", err)
 	}
 	return nil
 }
@@ -68,7 +73,7 @@ func Service(env service.Env) service.Spec {
 		Bind:    func(fs *pflag.FlagSet) { Bind(fs, &o, env) },
 		Prepare: func(context.Context) error { return Load(env.Getenv, &o) },
 		Config: func() []any {
-			return []any{"models", o.Models, "workspace", o.Workspace, "interceptors", o.Interceptors}
+			return []any{"models", o.Models, "workspace", o.Workspace, "interceptors", o.Interceptors, "mcp", fmt.Sprint(o.MCP)}
 		},
 		Run: func(ctx context.Context, conn *service.Conn, instance string, log *slog.Logger) error {
 			o.Instance = instance

@@ -365,10 +365,19 @@ const redacted = "[redacted]"
 // never printed.
 var secretWords = []string{"api_key", "apikey", "token", "password", "secret"}
 
+// secretMaps are the key names whose every value is secret: maps of
+// environment variables and of HTTP headers carry credentials (an MCP
+// server's `env` and `headers`).
+var secretMaps = []string{"env", "headers"}
+
 // IsSecretKey reports whether a key's values are secret: its name contains
-// api_key, token, password or secret (any case, '-' read as '_').
+// api_key, token, password or secret, or is env or headers (any case, '-'
+// read as '_').
 func IsSecretKey(key string) bool {
 	k := strings.ReplaceAll(strings.ToLower(key), "-", "_")
+	if slices.Contains(secretMaps, k) {
+		return true
+	}
 	for _, w := range secretWords {
 		if strings.Contains(k, w) {
 			return true

@@ -254,18 +254,22 @@ func TestSecretsNeverPrinted(t *testing.T) {
 		"client_secret": "cs-four",
 		"API-KEY":       "sk-five",
 		"empty_token":   "",
+		"mcp": map[string]any{"servers": map[string]any{
+			"files":  map[string]any{"command": "mcp-files", "env": map[string]any{"FILES_KEY": "env-six"}},
+			"search": map[string]any{"url": "https://mcp.example", "headers": map[string]any{"Authorization": "Bearer hdr-seven"}},
+		}},
 	}
 	var logs bytes.Buffer
 	slog.New(slog.NewJSONHandler(&logs, nil)).Info("config", "config", c)
 	slog.New(slog.NewTextHandler(&logs, nil)).Info("config", "config", c)
 	forms := []string{fmt.Sprint(c), fmt.Sprintf("%v %+v %#v %s %q", c, c, c, c, c), c.String(), logs.String()}
 	for _, f := range forms {
-		for _, secret := range []string{"sk-one", "tg-two", "pw-three", "cs-four", "sk-five"} {
+		for _, secret := range []string{"sk-one", "tg-two", "pw-three", "cs-four", "sk-five", "env-six", "hdr-seven"} {
 			if strings.Contains(f, secret) {
 				t.Errorf("a text form shows %s:\n%s", secret, f)
 			}
 		}
-		for _, visible := range []string{"gpt-4o", "http://proxy", "bob", "openai"} {
+		for _, visible := range []string{"gpt-4o", "http://proxy", "bob", "openai", "mcp-files", "FILES_KEY", "Authorization", "https://mcp.example"} {
 			if !strings.Contains(f, visible) {
 				t.Errorf("a text form lacks the non-secret %s:\n%s", visible, f)
 			}

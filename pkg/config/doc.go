@@ -20,6 +20,7 @@
 // Start with [Load], [Save] and [Config]. [Merge] is the one deep merge of
 // configuration fragments (onboard_config uses it). A [Config] never
 // prints the values of keys that name a secret (api_key, token, password,
-// secret): see [Config.Redacted]. `bub onboard` writes the file; the
+// secret) nor any value of an env or headers map (an MCP server's): see
+// [Config.Redacted]. `bub onboard` writes the file; the
 // prompters it asks with are in package config/prompt.
 package config

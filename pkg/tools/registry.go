@@ -236,6 +236,11 @@ func check(t Tool) error {
 	if t.Handler == nil {
 		return fmt.Errorf("%w: no handler", ErrInvalidTool)
 	}
+	if t.Effect != "" {
+		if _, err := ParseEffect(string(t.Effect)); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidTool, err)
+		}
+	}
 	if err := checkSchema(t.Parameters); err != nil {
 		return fmt.Errorf("%w: parameters: %w", ErrInvalidTool, err)
 	}

@@ -37,6 +37,10 @@ type Tool struct {
 	// RequiresContext makes [Invoke] refuse a call without a [Context]
 	// (Bub's context=true).
 	RequiresContext bool
+	// Effect is the tool's effect class (see [Effect]); empty means
+	// [EffectIrreversible]. [Registry.Register] refuses any other value
+	// than the three classes.
+	Effect Effect
 	// Handler runs the tool.
 	Handler Handler
 }

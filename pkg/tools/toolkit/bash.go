@@ -43,6 +43,7 @@ func shellTools(opts Options) []tools.Tool {
 	return []tools.Tool{
 		withParams(tools.Tool{
 			Name:            "bash",
+			Effect:          tools.EffectIrreversible,
 			Description:     "Run a shell command. Use background=true to keep it running and fetch output later via bash_output.",
 			RequiresContext: true,
 			Handler: func(ctx context.Context, tc *tools.Context, args map[string]any) (any, error) {
@@ -56,6 +57,7 @@ func shellTools(opts Options) []tools.Tool {
 		),
 		withParams(tools.Tool{
 			Name:        "bash.output",
+			Effect:      tools.EffectReadOnly,
 			Description: "Read buffered output from a background shell, with optional offset/limit for incremental polling.",
 			Handler: func(ctx context.Context, _ *tools.Context, args map[string]any) (any, error) {
 				return sh.call(ctx, ShellOutput, args)
@@ -67,6 +69,7 @@ func shellTools(opts Options) []tools.Tool {
 		),
 		withParams(tools.Tool{
 			Name:        "bash.kill",
+			Effect:      tools.EffectIdempotent,
 			Description: "Terminate a background shell process.",
 			Handler: func(ctx context.Context, _ *tools.Context, args map[string]any) (any, error) {
 				return sh.call(ctx, ShellKill, args)

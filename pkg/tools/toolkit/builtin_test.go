@@ -103,3 +103,26 @@ func TestCommands(t *testing.T) {
 		t.Fatalf("bash fs_read = %v %v", berr, details(berr))
 	}
 }
+
+// TestEffectClasses pins the effect class every builtin tool declares:
+// none is left to the irreversible default.
+func TestEffectClasses(t *testing.T) {
+	want := map[string]tools.Effect{
+		"bash": tools.EffectIrreversible, "bash.output": tools.EffectReadOnly, "bash.kill": tools.EffectIdempotent,
+		"fs.read": tools.EffectReadOnly, "fs.write": tools.EffectIdempotent, "fs.edit": tools.EffectIrreversible,
+		"help": tools.EffectReadOnly, "model": tools.EffectIdempotent, "reasoning_effort": tools.EffectIdempotent, "quit": tools.EffectIdempotent,
+		"skill": tools.EffectReadOnly, "subagent": tools.EffectIrreversible,
+		"tape.info": tools.EffectReadOnly, "tape.search": tools.EffectReadOnly, "tape.anchors": tools.EffectReadOnly,
+		"tape.reset": tools.EffectIrreversible, "tape.handoff": tools.EffectIrreversible,
+		"web.fetch": tools.EffectReadOnly,
+	}
+	e := newEnv(t)
+	for _, tl := range e.reg.All() {
+		if tl.Effect == "" {
+			t.Errorf("%s declares no effect class", tl.Name)
+		}
+		if tl.Effect != want[tl.Name] {
+			t.Errorf("%s effect = %q, want %q", tl.Name, tl.Effect, want[tl.Name])
+		}
+	}
+}

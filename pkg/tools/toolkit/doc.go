@@ -6,6 +6,12 @@
 // allowed_skills limits both), subagent, and the command-only help,
 // model, reasoning_effort and quit.
 //
+// Every tool declares its effect class ([tools.Effect]): read_only
+// (fs.read, web.fetch, tape.info, tape.search, tape.anchors, skill,
+// bash.output, help), idempotent (fs.write, bash.kill, model,
+// reasoning_effort, quit) or irreversible (bash, fs.edit, subagent,
+// tape.reset, tape.handoff).
+//
 // Start with [Register], which adds them to a [tools.Registry] given
 // [Options]; the worker owns the [Shells] manager it passes there and
 // closes it on shutdown. Tools are plain [tools.Tool] values: run them

@@ -19,6 +19,7 @@ func fsTools(Options) []tools.Tool {
 	return []tools.Tool{
 		withParams(tools.Tool{
 			Name:            "fs.read",
+			Effect:          tools.EffectReadOnly,
 			Description:     "Read a text file and return its content. Supports optional pagination with offset and limit.",
 			RequiresContext: true,
 			Handler:         fsRead,
@@ -29,6 +30,7 @@ func fsTools(Options) []tools.Tool {
 		),
 		withParams(tools.Tool{
 			Name:            "fs.write",
+			Effect:          tools.EffectIdempotent,
 			Description:     "Write content to a text file.",
 			RequiresContext: true,
 			Handler:         fsWrite,
@@ -38,6 +40,7 @@ func fsTools(Options) []tools.Tool {
 		),
 		withParams(tools.Tool{
 			Name:            "fs.edit",
+			Effect:          tools.EffectIrreversible,
 			Description:     "Edit a text file by replacing old text with new text. You can specify the line number to start searching for the old text.",
 			RequiresContext: true,
 			Handler:         fsEdit,

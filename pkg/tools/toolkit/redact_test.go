@@ -10,11 +10,12 @@ func TestScrubEnv(t *testing.T) {
 	kept, secrets := ScrubEnv([]string{
 		"PATH=/bin", "HOME=/h", "BUB_API_KEY=sk-abcdef", "OPENAI_API_KEY=sk-openai-1", "BUB_NATS_PASSWORD=hunter22",
 		"BUB_INGRESS_TOKEN=tok-123456", "BUB_NATS_URL=nats://x", "AWS_SECRET_ACCESS_KEY=aws-secret", "GITHUB_TOKEN=ab", "EMPTY_KEY=",
+		`BUB_MCP_SERVERS={"s":{"url":"http://h/","headers":{"X-Api":"v"}}}`,
 	})
 	if want := []string{"PATH=/bin", "HOME=/h", "BUB_NATS_URL=nats://x"}; !slices.Equal(kept, want) {
 		t.Fatalf("kept %v, want %v", kept, want)
 	}
-	if want := []string{"sk-abcdef", "sk-openai-1", "hunter22", "tok-123456", "aws-secret"}; !slices.Equal(secrets, want) {
+	if want := []string{"sk-abcdef", "sk-openai-1", "hunter22", "tok-123456", "aws-secret", `{"s":{"url":"http://h/","headers":{"X-Api":"v"}}}`}; !slices.Equal(secrets, want) {
 		t.Fatalf("secrets %v, want %v", secrets, want)
 	}
 }

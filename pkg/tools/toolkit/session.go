@@ -39,6 +39,7 @@ func sessionTools(opts Options) []tools.Tool {
 	return []tools.Tool{
 		{
 			Name:        "help",
+			Effect:      tools.EffectReadOnly,
 			Description: "Show a help message.",
 			Hidden:      true,
 			Handler: func(context.Context, *tools.Context, map[string]any) (any, error) {
@@ -47,6 +48,7 @@ func sessionTools(opts Options) []tools.Tool {
 		},
 		withParams(tools.Tool{
 			Name:            "model",
+			Effect:          tools.EffectIdempotent,
 			Description:     "Switch the model for this session from the next turn on. Invoke as ,model <provider:model>; without a model it lists the models the plugins offer.",
 			Hidden:          true,
 			RequiresContext: true,
@@ -65,6 +67,7 @@ func sessionTools(opts Options) []tools.Tool {
 		),
 		withParams(tools.Tool{
 			Name:            "reasoning_effort",
+			Effect:          tools.EffectIdempotent,
 			Description:     "Set the reasoning effort for this session starting from the next turn.",
 			Hidden:          true,
 			RequiresContext: true,
@@ -80,6 +83,7 @@ func sessionTools(opts Options) []tools.Tool {
 		),
 		{
 			Name:            "quit",
+			Effect:          tools.EffectIdempotent,
 			Description:     "Abort the tasks of the current session. DO NOT use it in a normal workflow.",
 			Hidden:          true,
 			RequiresContext: true,

@@ -434,8 +434,9 @@ func (o *output) String() string {
 	return text
 }
 
-// secretWords mark environment variables that hold credentials.
-var secretWords = []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "CREDS", "NKEY", "SEED", "AUTH", "COOKIE", "SESSION"}
+// secretWords mark environment variables that hold credentials
+// (MCP_SERVERS: BUB_MCP_SERVERS holds the MCP servers' env and headers).
+var secretWords = []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "CREDS", "NKEY", "SEED", "AUTH", "COOKIE", "SESSION", "MCP_SERVERS"}
 
 // minSecretLen is the shortest value redacted from output; shorter values
 // ("1", "true") would mangle ordinary text.
@@ -443,8 +444,9 @@ const minSecretLen = 6
 
 // ScrubEnv splits environ ("KEY=value" entries) into the entries whose
 // names do not look like credentials (no KEY, TOKEN, SECRET, PASSWORD,
-// CREDENTIAL, NKEY, SEED, AUTH, … in the upper-cased name) and the values
-// of those that do (at least 6 bytes long), which callers redact.
+// CREDENTIAL, NKEY, SEED, AUTH, MCP_SERVERS, … in the upper-cased name)
+// and the values of those that do (at least 6 bytes long), which callers
+// redact.
 func ScrubEnv(environ []string) (kept, secrets []string) {
 	for _, kv := range environ {
 		name, value, _ := strings.Cut(kv, "=")

@@ -14,6 +14,7 @@ func skillTools(opts Options) []tools.Tool {
 	catalog := opts.Skills
 	return []tools.Tool{withParams(tools.Tool{
 		Name:            "skill",
+		Effect:          tools.EffectReadOnly,
 		Description:     "Load the skill content by name. Return the location and skill content. If name is not provided, list all available skills in the current workspace.",
 		RequiresContext: true,
 		Handler: func(ctx context.Context, tc *tools.Context, args map[string]any) (any, error) {

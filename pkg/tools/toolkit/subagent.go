@@ -14,6 +14,7 @@ import (
 func subagentTools(opts Options) []tools.Tool {
 	return []tools.Tool{withParams(tools.Tool{
 		Name:            "subagent",
+		Effect:          tools.EffectIrreversible,
 		Description:     "Run a subagent on a task and return its answer. session: inherit (this session), temp (a throwaway session, the default) or a session id.",
 		RequiresContext: true,
 		Handler: func(ctx context.Context, tc *tools.Context, args map[string]any) (any, error) {

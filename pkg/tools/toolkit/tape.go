@@ -27,7 +27,7 @@ func tapeTool(t tools.Tool, run func(ctx context.Context, tp tools.Tape, args ma
 // tape.anchors (Bub's tape tools).
 func tapeTools(Options) []tools.Tool {
 	return []tools.Tool{
-		tapeTool(tools.Tool{Name: "tape.info", Description: "Get information about the current tape, such as number of entries and anchors."},
+		tapeTool(tools.Tool{Name: "tape.info", Effect: tools.EffectReadOnly, Description: "Get information about the current tape, such as number of entries and anchors."},
 			func(ctx context.Context, tp tools.Tape, _ map[string]any) (any, error) {
 				info, err := tp.Info(ctx)
 				if err != nil {
@@ -35,7 +35,7 @@ func tapeTools(Options) []tools.Tool {
 				}
 				return info.String(), nil
 			}),
-		tapeTool(withParams(tools.Tool{Name: "tape.search", Description: "Search for entries in the current tape that match the query. Returns a list of matching entries."},
+		tapeTool(withParams(tools.Tool{Name: "tape.search", Effect: tools.EffectReadOnly, Description: "Search for entries in the current tape that match the query. Returns a list of matching entries."},
 			param{name: "query", typ: "string", description: "Text to search for.", required: true},
 			param{name: "limit", typ: "integer", description: "Maximum number of results.", def: 20},
 			param{name: "start", typ: "string", description: "Earliest date (ISO date or datetime)."},
@@ -60,12 +60,12 @@ func tapeTools(Options) []tools.Tool {
 			}
 			return res.String(), nil
 		}),
-		tapeTool(withParams(tools.Tool{Name: "tape.reset", Description: "Reset the current tape, optionally archiving it."},
+		tapeTool(withParams(tools.Tool{Name: "tape.reset", Effect: tools.EffectIrreversible, Description: "Reset the current tape, optionally archiving it."},
 			param{name: "archive", typ: "boolean", description: "Keep an archive of the entries.", def: false},
 		), func(ctx context.Context, tp tools.Tape, args map[string]any) (any, error) {
 			return tp.Reset(ctx, boolArg(args, "archive"))
 		}),
-		tapeTool(withParams(tools.Tool{Name: "tape.handoff", Description: "Add a handoff anchor to the current tape: later context starts after it."},
+		tapeTool(withParams(tools.Tool{Name: "tape.handoff", Effect: tools.EffectIrreversible, Description: "Add a handoff anchor to the current tape: later context starts after it."},
 			param{name: "name", typ: "string", description: "Anchor name.", def: "handoff"},
 			param{name: "summary", typ: "string", description: "Summary of what happened so far.", def: ""},
 		), func(ctx context.Context, tp tools.Tape, args map[string]any) (any, error) {
@@ -78,7 +78,7 @@ func tapeTools(Options) []tools.Tool {
 			}
 			return "anchor added: " + name, nil
 		}),
-		tapeTool(tools.Tool{Name: "tape.anchors", Description: "List anchors in the current tape."},
+		tapeTool(tools.Tool{Name: "tape.anchors", Effect: tools.EffectReadOnly, Description: "List anchors in the current tape."},
 			func(ctx context.Context, tp tools.Tape, _ map[string]any) (any, error) {
 				anchors, err := tp.Anchors(ctx, 20)
 				if err != nil {

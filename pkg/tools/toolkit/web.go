@@ -48,6 +48,7 @@ func webTools(opts Options) []tools.Tool {
 	return []tools.Tool{
 		withParams(tools.Tool{
 			Name:        "web.fetch",
+			Effect:      tools.EffectReadOnly,
 			Description: "Fetch(GET) the content of a web page, returning markdown if possible.",
 			Handler: func(ctx context.Context, _ *tools.Context, args map[string]any) (any, error) {
 				return fetch(ctx, client, limit, args)
