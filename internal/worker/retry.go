@@ -74,7 +74,7 @@ func (rt *Runtime) settleFailure(ctx context.Context, w connWatch, t *turn, err 
 	if errors.Is(err, ErrRetry) || env == nil {
 		return err
 	}
-	if serr := rt.Send(ctx, env); serr != nil {
+	if serr := rt.sendNow(ctx, env); serr != nil { // Send would hold it back again
 		return fmt.Errorf("%w: answering the failed turn: %w", ErrRetry, serr)
 	}
 	return err

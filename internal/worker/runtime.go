@@ -347,6 +347,12 @@ func (rt *Runtime) Send(ctx context.Context, env *envelope.Envelope) error {
 	if quitted(ctx) {
 		return nil // a turn stopped by ,quit answers nothing
 	}
+	return rt.sendNow(ctx, env)
+}
+
+// sendNow is Send without the hold-back and quit checks: it flushes the
+// turn's events, publishes env and records where it is stored.
+func (rt *Runtime) sendNow(ctx context.Context, env *envelope.Envelope) error {
 	if t := turnFrom(ctx); t != nil {
 		if err := t.flush(ctx); err != nil {
 			return fmt.Errorf("%w: flushing events before the reply: %w", ErrRetry, err)
