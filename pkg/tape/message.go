@@ -1,0 +1,106 @@
+package tape
+
+import (
+	"bytes"
+	"encoding/json"
+	"time"
+)
+
+// This file is the form of an entry as a NATS message of the tapes stream:
+// a CloudEvents 1.0 event in structured JSON mode (docs/events/README.md,
+// "Tape entries"), whose data is the entry's JSON line. The event is
+// written here rather than with package events, which sits above the tape
+// (docs/ARCHITECTURE.md, "Layers"); it is what events.New followed by
+// events.Encode would write, attribute for attribute.
+
+// EntryEventType is the CloudEvent type of a stored tape entry.
+const EntryEventType = "dev.bub.tape.entry.v1"
+
+// The CloudEvents attributes of an entry message that do not come from
+// the entry.
+const (
+	specVersion     = "1.0"
+	dataContentType = "application/json"
+)
+
+// entryMessage is what an entry message says beyond the entry.
+type entryMessage struct {
+	// id is the event id, equal to the message's Nats-Msg-Id.
+	id string
+	// source names the writer: /bub/tape/<connection name>.
+	source string
+	// session is the tape's name: the subject attribute and the sessionid
+	// and partitionkey extensions.
+	session string
+}
+
+// appendMessage appends the structured-mode CloudEvent of entry e to b:
+// time is the entry's date in UTC (omitted when it is not an RFC 3339 time
+// of the years 0-9999 in UTC, as an imported date may not be) and runid the run_id of its meta, if any.
+func appendMessage(b []byte, m entryMessage, e Entry) []byte {
+	b = append(b, `{"specversion":"`+specVersion+`","id":`...)
+	b = appendString(b, m.id)
+	b = append(b, `,"source":`...)
+	b = appendString(b, m.source)
+	b = append(b, `,"type":"`+EntryEventType+`"`...)
+	if m.session != "" {
+		b = append(b, `,"subject":`...)
+		b = appendString(b, m.session)
+	}
+	b = append(b, `,"datacontenttype":"`+dataContentType+`"`...)
+	if t, err := time.Parse(time.RFC3339Nano, e.Date); err == nil && t.UTC().Year() >= 0 && t.UTC().Year() <= 9999 {
+		b = append(b, `,"time":"`...)
+		b = t.UTC().AppendFormat(b, time.RFC3339Nano)
+		b = append(b, '"')
+	}
+	b = append(b, `,"data":`...)
+	b = appendEntry(b, e)
+	// Extensions in name order, as the CloudEvents SDK writes them.
+	if m.session != "" {
+		b = append(b, `,"partitionkey":`...)
+		b = appendString(b, m.session)
+	}
+	if run, ok := e.Meta["run_id"].(string); ok && run != "" {
+		b = append(b, `,"runid":`...)
+		b = appendString(b, run)
+	}
+	if m.session != "" {
+		b = append(b, `,"sessionid":`...)
+		b = appendString(b, m.session)
+	}
+	return append(b, '}')
+}
+
+// wireMessage is the decoding form of a message of the tapes stream: an
+// entry event, or a bare entry line as stores before the event form wrote
+// them (its fields are the embedded wireEntry's).
+type wireMessage struct {
+	wireEntry
+	SpecVersion     *string    `json:"specversion"`
+	Type            string     `json:"type"`
+	DataContentType *string    `json:"datacontenttype"`
+	Data            *wireEntry `json:"data"`
+}
+
+// decodeMessage returns the entry of a message of the tapes stream, in
+// either form, in one pass over the body. ok is false when the body is
+// neither an entry event (specversion 1.0, type [EntryEventType], JSON
+// data holding a valid entry) nor a valid bare entry.
+func decodeMessage(body []byte) (e Entry, ok bool) {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 || body[0] != '{' {
+		return Entry{}, false
+	}
+	var w wireMessage
+	if json.Unmarshal(body, &w) != nil {
+		return Entry{}, false
+	}
+	if w.SpecVersion == nil {
+		return w.wireEntry.entry() // a legacy bare entry
+	}
+	if *w.SpecVersion != specVersion || w.Type != EntryEventType || w.Data == nil ||
+		w.DataContentType != nil && *w.DataContentType != dataContentType {
+		return Entry{}, false
+	}
+	return w.Data.entry()
+}
