@@ -59,7 +59,7 @@ func (goldenPolicy) BeforeToolCall(_ context.Context, in hooks.BeforeToolCallInp
 // fake model; see internal/stacktest) — a model turn with a denied tool
 // call and a tool call, then a comma command — and returns the first
 // event of each type as published: inbound envelopes from a subscription
-// on bub.inbound.>, the rest from the events and outbound streams.
+// on bub.inbound.>, the rest from the events, outbound and tapes streams.
 func captureReal(t *testing.T) map[string][]byte {
 	t.Helper()
 	c := stacktest.Start(t, stacktest.Options{
@@ -92,6 +92,10 @@ func captureReal(t *testing.T) map[string][]byte {
 			if ev.ID() != goldenInboundID+"/0" && ev.ID() != goldenCommandID+"/0" {
 				t.Errorf("outbound id %q is not <inbound id>/0", ev.ID())
 			}
+		case typ == events.TypeTapeEntry:
+			if !tapeEntryID.MatchString(ev.ID()) {
+				t.Errorf("tape entry id %q is not <tape token>:<entry id>:<commit key>:<revision>", ev.ID())
+			}
 		case !uuidV7.MatchString(ev.ID()):
 			t.Errorf("%s id %q is not a UUIDv7", typ, ev.ID())
 		}
@@ -121,7 +125,7 @@ func captureReal(t *testing.T) map[string][]byte {
 		t.Fatal(err)
 	}
 	c.Tape(t, sampleMeta.SessionID) // every event published and recorded
-	for _, stream := range []string{c.Conn.Names.EventsStream(), c.Conn.Names.OutboundStream()} {
+	for _, stream := range []string{c.Conn.Names.EventsStream(), c.Conn.Names.OutboundStream(), c.Conn.Names.TapesStream()} {
 		st, err := c.Conn.JS.Stream(t.Context(), stream)
 		if err != nil {
 			t.Fatal(err)
@@ -148,6 +152,9 @@ func captureReal(t *testing.T) map[string][]byte {
 // docs/events/README.md, "Golden examples").
 var (
 	uuidV7 = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	// tapeEntryID is the id of a tape entry of the golden session:
+	// its commit key and index revision vary.
+	tapeEntryID = regexp.MustCompile(`^(telegram_3a42:\d+):([0-9a-f]{32}|~[A-Z2-7]+):(\d+)$`)
 	// dateTime is an RFC 3339 time; its zone ("Z" or "+00:00") is kept.
 	dateTime = regexp.MustCompile(`\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})`)
 	// millis is a duration field of the compact JSON body.
@@ -158,19 +165,27 @@ var (
 // fixed ones: a lifecycle event's id (a fresh UUIDv7) becomes the n-th
 // placeholder id, the run id sampleMeta's, every time 2026-01-02T03:04:05,
 // every *_ms duration 0, and the instance names w1 (worker) and i1
-// (ingress). Envelope ids, which the test chose, stay.
+// (ingress). Envelope ids, which the test chose, stay; a tape entry's id
+// keeps its tape and entry id, and its commit key and index revision
+// become fixed ones.
 func normalise(t *testing.T, body []byte, n int) []byte {
 	t.Helper()
 	var attrs struct {
 		ID    string `json:"id"`
+		Type  string `json:"type"`
 		RunID string `json:"runid"`
 	}
 	if err := json.Unmarshal(body, &attrs); err != nil {
 		t.Fatal(err)
 	}
 	s := string(body)
-	if attrs.RunID != "" {
+	switch {
+	case attrs.Type == events.TypeTapeEntry:
+		s = strings.ReplaceAll(s, `"id":"`+attrs.ID+`"`, `"id":"`+tapeEntryID.ReplaceAllString(attrs.ID, "${1}:0123456789abcdef0123456789abcdef:1")+`"`)
+	case attrs.RunID != "":
 		s = strings.ReplaceAll(s, `"id":"`+attrs.ID+`"`, fmt.Sprintf(`"id":"0199a1b2-c3d4-7e5f-8a9b-%012d"`, n))
+	}
+	if attrs.RunID != "" {
 		s = strings.ReplaceAll(s, attrs.RunID, sampleMeta.RunID)
 	}
 	s = dateTime.ReplaceAllString(s, "2026-01-02T03:04:05$2")

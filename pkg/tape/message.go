@@ -35,8 +35,9 @@ type entryMessage struct {
 }
 
 // appendMessage appends the structured-mode CloudEvent of entry e to b:
-// time is the entry's date in UTC (omitted when it is not an RFC 3339 time
-// of the years 0-9999 in UTC, as an imported date may not be) and runid the run_id of its meta, if any.
+// time is the entry's date in UTC (or now when the date is not an RFC 3339
+// time of the years 0-9999, as an imported date may not be) and runid the
+// run_id of its meta, if any.
 func appendMessage(b []byte, m entryMessage, e Entry) []byte {
 	b = append(b, `{"specversion":"`+specVersion+`","id":`...)
 	b = appendString(b, m.id)
@@ -47,13 +48,13 @@ func appendMessage(b []byte, m entryMessage, e Entry) []byte {
 		b = append(b, `,"subject":`...)
 		b = appendString(b, m.session)
 	}
-	b = append(b, `,"datacontenttype":"`+dataContentType+`"`...)
-	if t, err := time.Parse(time.RFC3339Nano, e.Date); err == nil && t.UTC().Year() >= 0 && t.UTC().Year() <= 9999 {
-		b = append(b, `,"time":"`...)
-		b = t.UTC().AppendFormat(b, time.RFC3339Nano)
-		b = append(b, '"')
+	b = append(b, `,"datacontenttype":"`+dataContentType+`","time":"`...)
+	t, err := time.Parse(time.RFC3339Nano, e.Date)
+	if t = t.UTC(); err != nil || t.Year() > 9999 || t.Year() < 0 {
+		t = time.Now().UTC()
 	}
-	b = append(b, `,"data":`...)
+	b = t.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","data":`...)
 	b = appendEntry(b, e)
 	// Extensions in name order, as the CloudEvents SDK writes them.
 	if m.session != "" {

@@ -144,8 +144,8 @@ func WithoutProvisioning() JetStreamOption {
 // given it creates or updates, idempotently, the file-backed stream
 // names.TapesStream() (subjects names.TapesAll() and names.TapeArchivesAll())
 // and the KV bucket names.TapeIndexBucket(). The entries it writes name
-// their writer with the source /bub/tape/<name of js's connection> (just
-// /bub/tape when the connection has no name).
+// their writer with the source /bub/tape/<name of js's connection>
+// (/bub/tape/unnamed when the connection has no name).
 func NewJetStreamStore(ctx context.Context, js jetstream.JetStream, names subjects.Names, opts ...JetStreamOption) (*JetStreamStore, error) {
 	o := jsOptions{replicas: 1, provision: true, grace: 2 * time.Second}
 	for _, opt := range opts {
@@ -197,7 +197,7 @@ func storeSource(js jetstream.JetStream) string {
 	if nc := js.Conn(); nc != nil && nc.Opts.Name != "" {
 		return "/bub/tape/" + url.PathEscape(nc.Opts.Name)
 	}
-	return "/bub/tape"
+	return "/bub/tape/unnamed"
 }
 
 // Tuning.
