@@ -72,6 +72,9 @@ func TestJetStreamStoresEntriesAsCloudEvents(t *testing.T) {
 			ev.DataContentType() != "application/json" || ev.Extensions()["sessionid"] != session || ev.Extensions()["partitionkey"] != session {
 			t.Errorf("attributes of entry %d: %s", e.ID, m.Data)
 		}
+		if ct := m.Header.Get("Content-Type"); ct != "application/cloudevents+json" {
+			t.Errorf("Content-Type %q, want structured mode", ct)
+		}
 		if ev.ID() != m.Header.Get(jetstream.MsgIDHeader) {
 			t.Errorf("event id %q, Nats-Msg-Id %q", ev.ID(), m.Header.Get(jetstream.MsgIDHeader))
 		}

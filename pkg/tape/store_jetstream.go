@@ -200,6 +200,19 @@ func storeSource(js jetstream.JetStream) string {
 	return "/bub/tape/unnamed"
 }
 
+// structuredContentType is the Content-Type header of every entry
+// message, shared by all of them (never modified).
+var structuredContentType = []string{"application/cloudevents+json"}
+
+// messageHeader returns the headers of an entry message before the publish
+// options add the Nats-Msg-Id: the content type of structured mode, as on
+// every Bub event.
+func messageHeader() nats.Header {
+	h := make(nats.Header, 4)
+	h["Content-Type"] = structuredContentType
+	return h
+}
+
 // Tuning.
 const (
 	maxAppendAttempts = 8
@@ -602,7 +615,7 @@ func (w *writer) publish(ctx context.Context, batch []Entry, from, to int, prev 
 	msg := func(i int) (*nats.Msg, string) {
 		id := w.msgID(entries[i].ID)
 		m := entryMessage{id: id, source: w.s.source, session: w.tape}
-		return &nats.Msg{Subject: w.subj, Data: appendMessage(nil, m, entries[i]), Header: nats.Header{}}, id
+		return &nats.Msg{Subject: w.subj, Data: appendMessage(nil, m, entries[i]), Header: messageHeader()}, id
 	}
 	publishOne := func(i int) error {
 		m, id := msg(i)
@@ -895,7 +908,7 @@ func (s *JetStreamStore) Archive(ctx context.Context, tape string, entries []Ent
 				return "", fmt.Errorf("archiving tape %q: %w", tape, err)
 			}
 			m := entryMessage{id: prefix + strconv.FormatInt(n.ID, 10) + suffix, source: s.source, session: tape}
-			msg := &nats.Msg{Subject: subj, Data: appendMessage(nil, m, n), Header: nats.Header{}}
+			msg := &nats.Msg{Subject: subj, Data: appendMessage(nil, m, n), Header: messageHeader()}
 			if futures[j], err = s.js.PublishMsgAsync(msg, jetstream.WithMsgID(m.id)); err != nil {
 				return "", fmt.Errorf("archiving tape %q: %w", tape, err)
 			}
