@@ -82,9 +82,9 @@ func TestEveryBubMessageIsACloudEvent(t *testing.T) {
 	})
 	names := c.Conn.Names
 	var (
-		mu       sync.Mutex
-		bad      []string
-		checked  = map[string]bool{}
+		mu      sync.Mutex
+		bad     []string
+		checked = map[string]bool{}
 	)
 	check := func(where, subj string, h nats.Header, body []byte) {
 		if exempt(names, subj) {
