@@ -37,7 +37,8 @@ type entryMessage struct {
 // appendMessage appends the structured-mode CloudEvent of entry e to b:
 // time is the entry's date in UTC (or now when the date is not an RFC 3339
 // time of the years 0-9999, as an imported date may not be) and runid the
-// run_id of its meta, if any.
+// run_id of its meta, if any. The data comes last, so that a reader finds
+// it without scanning the attributes twice (see decodeMessage).
 func appendMessage(b []byte, m entryMessage, e Entry) []byte {
 	b = append(b, `{"specversion":"`+specVersion+`","id":`...)
 	b = appendString(b, m.id)
@@ -54,9 +55,7 @@ func appendMessage(b []byte, m entryMessage, e Entry) []byte {
 		t = time.Now().UTC()
 	}
 	b = t.AppendFormat(b, time.RFC3339Nano)
-	b = append(b, `","data":`...)
-	b = appendEntry(b, e)
-	// Extensions in name order, as the CloudEvents SDK writes them.
+	b = append(b, '"')
 	if m.session != "" {
 		b = append(b, `,"partitionkey":`...)
 		b = appendString(b, m.session)
@@ -69,39 +68,80 @@ func appendMessage(b []byte, m entryMessage, e Entry) []byte {
 		b = append(b, `,"sessionid":`...)
 		b = appendString(b, m.session)
 	}
+	b = append(b, dataKey...)
+	b = appendEntry(b, e)
 	return append(b, '}')
 }
 
+// dataKey introduces the data of an entry event as appendMessage writes
+// it. The entry's own JSON (Python's separators, ", " and ": ") never
+// holds it, and no attribute string can.
+const dataKey = `,"data":`
+
 // wireMessage is the decoding form of a message of the tapes stream: an
 // entry event, or a bare entry line as stores before the event form wrote
-// them (its fields are the embedded wireEntry's).
+// them (its fields are the embedded wireEntry's). Absent attributes stay
+// empty: no pointers, so decoding allocates no more than a bare line does.
 type wireMessage struct {
 	wireEntry
-	SpecVersion     *string    `json:"specversion"`
-	Type            string     `json:"type"`
-	DataContentType *string    `json:"datacontenttype"`
-	Data            *wireEntry `json:"data"`
+	eventHead
+	Data wireEntry `json:"data"`
+}
+
+// eventHead is the decoding form of an entry event's attributes.
+type eventHead struct {
+	SpecVersion     string `json:"specversion"`
+	Type            string `json:"type"`
+	DataContentType string `json:"datacontenttype"`
+}
+
+// ok reports whether h is the head of an entry event.
+func (h *eventHead) ok() bool {
+	return h.SpecVersion == specVersion && h.Type == EntryEventType &&
+		(h.DataContentType == "" || h.DataContentType == dataContentType)
+}
+
+// ourHead reports whether head, the attributes before the data, is an
+// entry event's as appendMessage writes them: valid JSON, the specversion
+// first, the type and the content type at the top level (a `,"` cannot be
+// inside a string, and appendMessage writes no nested value).
+func ourHead(head []byte) bool {
+	if !bytes.HasPrefix(head, []byte(`{"specversion":"`+specVersion+`",`)) ||
+		!bytes.Contains(head, []byte(`,"type":"`+EntryEventType+`",`)) ||
+		!bytes.Contains(head, []byte(`,"datacontenttype":"`+dataContentType+`",`)) ||
+		bytes.Contains(head[1:], []byte("{")) {
+		return false
+	}
+	var buf [512]byte
+	return json.Valid(append(append(buf[:0], head...), '}'))
 }
 
 // decodeMessage returns the entry of a message of the tapes stream, in
-// either form, in one pass over the body. ok is false when the body is
-// neither an entry event (specversion 1.0, type [EntryEventType], JSON
-// data holding a valid entry) nor a valid bare entry.
+// either form. ok is false when the body is neither an entry event
+// (specversion 1.0, type [EntryEventType], JSON data holding a valid
+// entry) nor a valid bare entry. An event laid out as appendMessage writes
+// it, data last, is read as its attributes and its data, each scanned
+// once; any other body in one pass over the whole.
 func decodeMessage(body []byte) (e Entry, ok bool) {
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 || body[0] != '{' {
 		return Entry{}, false
 	}
+	if i := bytes.Index(body, []byte(dataKey)); i > 0 && body[len(body)-1] == '}' && ourHead(body[:i]) {
+		var w wireEntry
+		if json.Unmarshal(body[i+len(dataKey):len(body)-1], &w) == nil {
+			return w.entry()
+		}
+	}
 	var w wireMessage
 	if json.Unmarshal(body, &w) != nil {
 		return Entry{}, false
 	}
-	if w.SpecVersion == nil {
+	if w.SpecVersion == "" {
 		return w.wireEntry.entry() // a legacy bare entry
 	}
-	if *w.SpecVersion != specVersion || w.Type != EntryEventType || w.Data == nil ||
-		w.DataContentType != nil && *w.DataContentType != dataContentType {
+	if !w.eventHead.ok() {
 		return Entry{}, false
 	}
-	return w.Data.entry()
+	return w.Data.entry() // no data or not an entry: no payload object
 }

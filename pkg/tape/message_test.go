@@ -224,3 +224,37 @@ func FuzzDecodeMessage(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkEntryMessage encodes and decodes a typical chat entry in both
+// forms: the event a store writes, the bare line it wrote before.
+func BenchmarkEntryMessage(b *testing.B) {
+	e, err := numberEntries([]Entry{MessageEntry(map[string]any{
+		"role": "user", "content": strings.Repeat("lorem ipsum dolor sit amet ", 8),
+	}, map[string]any{"run_id": "0199a1b2-0000-7000-8000-000000000001"})}, 12)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := entryMessage{id: "telegram_3a42:12:0123456789abcdef0123456789abcdef:41", source: "/bub/tape/recorder", session: "telegram:42"}
+	bodies := map[string][]byte{"event": appendMessage(nil, m, e[0]), "bare": appendEntry(nil, e[0])}
+	for _, form := range []string{"bare", "event"} {
+		body := bodies[form]
+		b.Run("decode/"+form, func(b *testing.B) {
+			b.ReportMetric(float64(len(body)), "bytes/msg")
+			for b.Loop() {
+				if _, ok := decodeMessage(body); !ok {
+					b.Fatal("not decoded")
+				}
+			}
+		})
+	}
+	b.Run("encode/bare", func(b *testing.B) {
+		for b.Loop() {
+			appendEntry(nil, e[0])
+		}
+	})
+	b.Run("encode/event", func(b *testing.B) {
+		for b.Loop() {
+			appendMessage(nil, m, e[0])
+		}
+	})
+}
