@@ -55,15 +55,13 @@ func (goldenPolicy) BeforeToolCall(_ context.Context, in hooks.BeforeToolCallInp
 	return nil, nil
 }
 
-// captureReal runs real turns on an in-process cluster (worker, recorder,
-// fake model; see internal/stacktest) — a model turn with a denied tool
-// call and a tool call, then a comma command — and returns the first
-// event of each type as published: inbound envelopes from a subscription
-// on bub.inbound.>, the rest from the events, outbound and tapes streams.
-func captureReal(t *testing.T) map[string][]byte {
+// startGolden starts the in-process cluster of the golden turns: its fake
+// model calls bash (which goldenPolicy denies), then tape_info, then
+// answers.
+func startGolden(t *testing.T, instance string) *stacktest.Cluster {
 	t.Helper()
-	c := stacktest.Start(t, stacktest.Options{
-		Instance: "golden",
+	return stacktest.Start(t, stacktest.Options{
+		Instance: instance,
 		Script: fakellm.Script{Steps: []fakellm.Step{
 			{ToolCalls: []fakellm.ToolCall{{Name: "bash", Arguments: json.RawMessage(`{"cmd": "rm -rf /"}`)}}},
 			{ToolCalls: []fakellm.ToolCall{{Name: "tape_info"}}},
@@ -71,6 +69,28 @@ func captureReal(t *testing.T) map[string][]byte {
 		}},
 		Plugins: []hooks.Plugin{goldenPolicy{}},
 	})
+}
+
+// goldenTurns runs the golden turns on c, a model turn and a comma
+// command, and waits for their replies.
+func goldenTurns(t *testing.T, c *stacktest.Cluster) {
+	t.Helper()
+	for _, env := range []*envelope.Envelope{
+		{ID: goldenInboundID, Content: "run the tests", Channel: "telegram", ChatID: "42", SessionID: sampleMeta.SessionID},
+		{ID: goldenCommandID, Content: ",tape.info", Channel: "telegram", ChatID: "42", SessionID: sampleMeta.SessionID},
+	} {
+		c.Turn(t, env)
+	}
+}
+
+// captureReal runs real turns on an in-process cluster (worker, recorder,
+// fake model; see internal/stacktest) — a model turn with a denied tool
+// call and a tool call, then a comma command — and returns the first
+// event of each type as published: inbound envelopes from a subscription
+// on bub.inbound.>, the rest from the events, outbound and tapes streams.
+func captureReal(t *testing.T) map[string][]byte {
+	t.Helper()
+	c := startGolden(t, "golden")
 	out := map[string][]byte{}
 	// keep records the event and checks its id against the wire: the
 	// Nats-Msg-Id (when it came from a stream) and the documented form.
@@ -110,12 +130,7 @@ func captureReal(t *testing.T) map[string][]byte {
 	if err := c.Conn.NC.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	for _, env := range []*envelope.Envelope{
-		{ID: goldenInboundID, Content: "run the tests", Channel: "telegram", ChatID: "42", SessionID: sampleMeta.SessionID},
-		{ID: goldenCommandID, Content: ",tape.info", Channel: "telegram", ChatID: "42", SessionID: sampleMeta.SessionID},
-	} {
-		c.Turn(t, env)
-	}
+	goldenTurns(t, c)
 	m, err := inbound.NextMsg(stacktest.Wait)
 	if err != nil {
 		t.Fatal(err)

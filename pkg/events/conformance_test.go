@@ -19,10 +19,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/bubbus/bub/internal/fakellm"
-	"github.com/bubbus/bub/internal/stacktest"
-	"github.com/bubbus/bub/pkg/envelope"
-	"github.com/bubbus/bub/pkg/hooks"
 	"github.com/bubbus/bub/pkg/subjects"
 )
 
@@ -65,21 +61,13 @@ func exempt(names subjects.Names, subj string) bool {
 }
 
 // TestEveryBubMessageIsACloudEvent is an independent subscriber: during
-// real turns with tools (a denied bash call, a tape tool, a comma command)
-// on an in-process cluster it takes every core message on bub.> and,
+// the golden turns (a denied bash call, a tape tool, a comma command; see
+// startGolden) on an in-process cluster it takes every core message on bub.> and,
 // afterwards, every message stored in a stream under a bub. subject, and
 // validates each as a CloudEvents 1.0 event with the SDK, except token
 // deltas and bub.hook.>. A failure names the subject and the reason.
 func TestEveryBubMessageIsACloudEvent(t *testing.T) {
-	c := stacktest.Start(t, stacktest.Options{
-		Instance: "conformance",
-		Script: fakellm.Script{Steps: []fakellm.Step{
-			{ToolCalls: []fakellm.ToolCall{{Name: "bash", Arguments: json.RawMessage(`{"cmd": "rm -rf /"}`)}}},
-			{ToolCalls: []fakellm.ToolCall{{Name: "tape_info"}}},
-			{Text: "All 42 tests pass."},
-		}},
-		Plugins: []hooks.Plugin{goldenPolicy{}},
-	})
+	c := startGolden(t, "conformance")
 	names := c.Conn.Names
 	var (
 		mu      sync.Mutex
@@ -104,13 +92,8 @@ func TestEveryBubMessageIsACloudEvent(t *testing.T) {
 	if err := c.Conn.NC.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	for _, env := range []*envelope.Envelope{
-		{ID: "conformance-1", Content: "run the tests", Channel: "telegram", ChatID: "42", SessionID: "telegram:42"},
-		{ID: "conformance-2", Content: ",tape.info", Channel: "telegram", ChatID: "42", SessionID: "telegram:42"},
-	} {
-		c.Turn(t, env)
-	}
-	c.Tape(t, "telegram:42") // every event recorded
+	goldenTurns(t, c)
+	c.Tape(t, sampleMeta.SessionID) // every event recorded
 	if err := sub.Drain(); err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +120,7 @@ func TestEveryBubMessageIsACloudEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := slices.Sorted(maps.Keys(checked))
-	for _, want := range []string{"core " + names.Tape("telegram:42"), "stream " + names.TapesStream() + " " + names.Tape("telegram:42"), "stream " + names.EventsStream()} {
+	for _, want := range []string{"core " + names.Tape(sampleMeta.SessionID), "stream " + names.TapesStream() + " " + names.Tape(sampleMeta.SessionID), "stream " + names.EventsStream()} {
 		if !slices.ContainsFunc(seen, func(s string) bool { return strings.HasPrefix(s, want) }) {
 			t.Errorf("checked no message of %s; checked %q", want, seen)
 		}
