@@ -55,15 +55,13 @@ func (goldenPolicy) BeforeToolCall(_ context.Context, in hooks.BeforeToolCallInp
 	return nil, nil
 }
 
-// captureReal runs real turns on an in-process cluster (worker, recorder,
-// fake model; see internal/stacktest) — a model turn with a denied tool
-// call and a tool call, then a comma command — and returns the first
-// event of each type as published: inbound envelopes from a subscription
-// on bub.inbound.>, the rest from the events and outbound streams.
-func captureReal(t *testing.T) map[string][]byte {
+// startGolden starts the in-process cluster of the golden turns: its fake
+// model calls bash (which goldenPolicy denies), then tape_info, then
+// answers.
+func startGolden(t *testing.T, instance string) *stacktest.Cluster {
 	t.Helper()
-	c := stacktest.Start(t, stacktest.Options{
-		Instance: "golden",
+	return stacktest.Start(t, stacktest.Options{
+		Instance: instance,
 		Script: fakellm.Script{Steps: []fakellm.Step{
 			{ToolCalls: []fakellm.ToolCall{{Name: "bash", Arguments: json.RawMessage(`{"cmd": "rm -rf /"}`)}}},
 			{ToolCalls: []fakellm.ToolCall{{Name: "tape_info"}}},
@@ -71,6 +69,28 @@ func captureReal(t *testing.T) map[string][]byte {
 		}},
 		Plugins: []hooks.Plugin{goldenPolicy{}},
 	})
+}
+
+// goldenTurns runs the golden turns on c, a model turn and a comma
+// command, and waits for their replies.
+func goldenTurns(t *testing.T, c *stacktest.Cluster) {
+	t.Helper()
+	for _, env := range []*envelope.Envelope{
+		{ID: goldenInboundID, Content: "run the tests", Channel: "telegram", ChatID: "42", SessionID: sampleMeta.SessionID},
+		{ID: goldenCommandID, Content: ",tape.info", Channel: "telegram", ChatID: "42", SessionID: sampleMeta.SessionID},
+	} {
+		c.Turn(t, env)
+	}
+}
+
+// captureReal runs real turns on an in-process cluster (worker, recorder,
+// fake model; see internal/stacktest) — a model turn with a denied tool
+// call and a tool call, then a comma command — and returns the first
+// event of each type as published: inbound envelopes from a subscription
+// on bub.inbound.>, the rest from the events, outbound and tapes streams.
+func captureReal(t *testing.T) map[string][]byte {
+	t.Helper()
+	c := startGolden(t, "golden")
 	out := map[string][]byte{}
 	// keep records the event and checks its id against the wire: the
 	// Nats-Msg-Id (when it came from a stream) and the documented form.
@@ -92,6 +112,10 @@ func captureReal(t *testing.T) map[string][]byte {
 			if ev.ID() != goldenInboundID+"/0" && ev.ID() != goldenCommandID+"/0" {
 				t.Errorf("outbound id %q is not <inbound id>/0", ev.ID())
 			}
+		case typ == events.TypeTapeEntry:
+			if !tapeEntryID.MatchString(ev.ID()) {
+				t.Errorf("tape entry id %q is not <tape token>:<entry id>:<commit key>:<revision>", ev.ID())
+			}
 		case !uuidV7.MatchString(ev.ID()):
 			t.Errorf("%s id %q is not a UUIDv7", typ, ev.ID())
 		}
@@ -106,12 +130,7 @@ func captureReal(t *testing.T) map[string][]byte {
 	if err := c.Conn.NC.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	for _, env := range []*envelope.Envelope{
-		{ID: goldenInboundID, Content: "run the tests", Channel: "telegram", ChatID: "42", SessionID: sampleMeta.SessionID},
-		{ID: goldenCommandID, Content: ",tape.info", Channel: "telegram", ChatID: "42", SessionID: sampleMeta.SessionID},
-	} {
-		c.Turn(t, env)
-	}
+	goldenTurns(t, c)
 	m, err := inbound.NextMsg(stacktest.Wait)
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +140,7 @@ func captureReal(t *testing.T) map[string][]byte {
 		t.Fatal(err)
 	}
 	c.Tape(t, sampleMeta.SessionID) // every event published and recorded
-	for _, stream := range []string{c.Conn.Names.EventsStream(), c.Conn.Names.OutboundStream()} {
+	for _, stream := range []string{c.Conn.Names.EventsStream(), c.Conn.Names.OutboundStream(), c.Conn.Names.TapesStream()} {
 		st, err := c.Conn.JS.Stream(t.Context(), stream)
 		if err != nil {
 			t.Fatal(err)
@@ -148,6 +167,9 @@ func captureReal(t *testing.T) map[string][]byte {
 // docs/events/README.md, "Golden examples").
 var (
 	uuidV7 = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	// tapeEntryID is the id of a tape entry of the golden session:
+	// its commit key and index revision vary.
+	tapeEntryID = regexp.MustCompile(`^(telegram_3a42:\d+):([0-9a-f]{32}|~[A-Z2-7]+):(\d+)$`)
 	// dateTime is an RFC 3339 time; its zone ("Z" or "+00:00") is kept.
 	dateTime = regexp.MustCompile(`\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})`)
 	// millis is a duration field of the compact JSON body.
@@ -158,19 +180,27 @@ var (
 // fixed ones: a lifecycle event's id (a fresh UUIDv7) becomes the n-th
 // placeholder id, the run id sampleMeta's, every time 2026-01-02T03:04:05,
 // every *_ms duration 0, and the instance names w1 (worker) and i1
-// (ingress). Envelope ids, which the test chose, stay.
+// (ingress). Envelope ids, which the test chose, stay; a tape entry's id
+// keeps its tape and entry id, and its commit key and index revision
+// become fixed ones.
 func normalise(t *testing.T, body []byte, n int) []byte {
 	t.Helper()
 	var attrs struct {
 		ID    string `json:"id"`
+		Type  string `json:"type"`
 		RunID string `json:"runid"`
 	}
 	if err := json.Unmarshal(body, &attrs); err != nil {
 		t.Fatal(err)
 	}
 	s := string(body)
-	if attrs.RunID != "" {
+	switch {
+	case attrs.Type == events.TypeTapeEntry:
+		s = strings.ReplaceAll(s, `"id":"`+attrs.ID+`"`, `"id":"`+tapeEntryID.ReplaceAllString(attrs.ID, "${1}:0123456789abcdef0123456789abcdef:1")+`"`)
+	case attrs.RunID != "":
 		s = strings.ReplaceAll(s, `"id":"`+attrs.ID+`"`, fmt.Sprintf(`"id":"0199a1b2-c3d4-7e5f-8a9b-%012d"`, n))
+	}
+	if attrs.RunID != "" {
 		s = strings.ReplaceAll(s, attrs.RunID, sampleMeta.RunID)
 	}
 	s = dateTime.ReplaceAllString(s, "2026-01-02T03:04:05$2")

@@ -19,6 +19,7 @@ import (
 	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/events"
 	"github.com/bubbus/bub/pkg/llm"
+	"github.com/bubbus/bub/pkg/tape"
 	"github.com/bubbus/bub/pkg/tools"
 )
 
@@ -168,6 +169,64 @@ func TestGoldenExamples(t *testing.T) {
 			}
 			checkExample(t, schemas, name, typ, want)
 		})
+	}
+	t.Run(events.SubjectName(events.TypeTapeEntry), func(t *testing.T) {
+		raw := real[events.TypeTapeEntry]
+		if raw == nil {
+			t.Fatal("the captured turns stored no tape entry")
+		}
+		checkTapeEntry(t, raw)
+		want := exampleJSON(t, normalise(t, raw, 0))
+		path := filepath.Join(docsDir, events.SubjectName(events.TypeTapeEntry)+".example.json")
+		if updateGolden() {
+			if err := os.WriteFile(path, want, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := readFile(t, path); !bytes.Equal(got, want) {
+			t.Fatalf("%s is stale; run go test ./pkg/events -run TestGoldenExamples -update (or BUB_UPDATE_GOLDEN=1)\ngot:\n%s\nwant:\n%s", path, got, want)
+		}
+		for _, err := range schemas.validate("cloudevent.schema.json", want) {
+			t.Errorf("CloudEvent attributes: %v", err)
+		}
+		e, err := events.Decode(map[string][]string{"Content-Type": {events.ContentTypeStructured}}, want)
+		if err != nil {
+			t.Fatalf("Decode: %v", err)
+		}
+		for _, err := range schemas.validate("tape.entry.schema.json", e.Data()) {
+			t.Errorf("entry: %v", err)
+		}
+	})
+}
+
+// checkTapeEntry checks a stored tape entry message: a CloudEvent of the
+// golden session without a place in a run's sequence, whose data is the
+// entry exactly as its JSONL line (tape.WriteJSONL) renders it.
+func checkTapeEntry(t *testing.T, raw []byte) {
+	t.Helper()
+	e, err := events.Decode(map[string][]string{"Content-Type": {events.ContentTypeStructured}}, raw)
+	if err != nil {
+		t.Fatalf("Decode: %v", err)
+	}
+	if e.Type() != events.TypeTapeEntry || e.Type() != tape.EntryEventType || events.SessionID(e) != sampleMeta.SessionID || events.Seq(e) != 0 {
+		t.Fatalf("attributes: type %s session %q seq %d", e.Type(), events.SessionID(e), events.Seq(e))
+	}
+	entries, err := tape.ReadJSONL(bytes.NewReader(e.Data()))
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("data %s holds %d entries (%v), want one", e.Data(), len(entries), err)
+	}
+	var line bytes.Buffer
+	if err := tape.WriteJSONL(&line, entries); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(line.Bytes(), append(e.Data(), '\n')) {
+		t.Errorf("data %s is not the JSONL line %s", e.Data(), line.Bytes())
+	}
+	if date, err := time.Parse(time.RFC3339Nano, entries[0].Date); err != nil || !e.Time().Equal(date) {
+		t.Errorf("time %v, entry date %q", e.Time(), entries[0].Date)
+	}
+	if run, _ := entries[0].Meta["run_id"].(string); events.RunID(e) != run {
+		t.Errorf("runid %q, entry run_id %q", events.RunID(e), run)
 	}
 }
 

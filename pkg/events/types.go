@@ -32,6 +32,13 @@ const (
 	TypeTurnDropped  = "dev.bub.turn.dropped.v1"
 	TypeTapeStale    = "dev.bub.tape.stale.v1"
 	TypeDeadLetter   = "dev.bub.dead_letter.v1"
+
+	// TypeTapeEntry is the type of every message of the tapes stream
+	// (bub.tape.<session-token>): a stored tape entry, whose data is the
+	// entry (tape.Entry). Package tape writes and reads it
+	// (tape.EntryEventType); it is not a lifecycle event, so it is not
+	// among [Types] and has no Go payload of this package.
+	TypeTapeEntry = "dev.bub.tape.entry.v1"
 )
 
 const typePrefix = "dev.bub."

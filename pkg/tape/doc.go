@@ -13,7 +13,8 @@
 //     what a query selects and of its errors.
 //   - [Store] = [Reader] + [Appender] + [Resetter] + [Lister] + [Indexer];
 //     optional [Archiver]. [JetStreamStore] is the production store
-//     ([NewJetStreamStore]); [MemoryStore] is for unit tests. Both pass the
+//     ([NewJetStreamStore]; every entry is a CloudEvent of type
+//     [EntryEventType] on the tape's subject); [MemoryStore] is for unit tests. Both pass the
 //     conformance suite in package tapetest. A store written outside this
 //     package decides each append with [PlanAppend] (and [Index.Advance]
 //     for entries it did not write), as MemoryStore does; see

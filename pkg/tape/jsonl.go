@@ -95,8 +95,16 @@ func decodeEntry(line []byte) (e Entry, ok bool) {
 		return Entry{}, false
 	}
 	var w wireEntry
-	if json.Unmarshal(line, &w) != nil || w.Payload == nil {
-		return Entry{}, false // not JSON, or payload not an object
+	if json.Unmarshal(line, &w) != nil {
+		return Entry{}, false // not JSON
+	}
+	return w.entry()
+}
+
+// entry validates w as Bub does; ok is false for records Bub skips.
+func (w *wireEntry) entry() (e Entry, ok bool) {
+	if w.Payload == nil {
+		return Entry{}, false // payload not an object
 	}
 	id, err := strconv.ParseInt(string(w.ID), 10, 64)
 	if err != nil {

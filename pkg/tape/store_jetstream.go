@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,7 +27,9 @@ import (
 
 // JetStreamStore is the production [Store]: every tape is the subject
 // names.Tape(tape) of the stream names.TapesStream(), one message per entry
-// (the body is the entry's JSON line, see [WriteJSONL]), and a per-tape
+// (a CloudEvent of type [EntryEventType] whose data is the entry's JSON
+// line, see [WriteJSONL]; reads also accept the bare JSON line that
+// earlier versions stored), and a per-tape
 // [Index] lives in the KV bucket names.TapeIndexBucket() under the key
 // subjects.Token(tape).
 //
@@ -37,8 +40,8 @@ import (
 // are pipelined, each also expecting the stream's last sequence to be its
 // predecessor's (exact while no other tape is written), and fall back to
 // one-by-one publishing when another tape's message gets in between. Every
-// message carries Nats-Msg-Id "<tape token>:<commit key>:<index
-// revision>:<i>:<n>". After the last message is stored the index is
+// message carries Nats-Msg-Id "<tape token>:<entry id>:<commit key>:<index
+// revision>", which is also its event id. After the last message is stored the index is
 // updated with a compare-and-set on its KV revision, and only that makes
 // the batch visible: readers read the range the index calls committed and
 // never beyond it.
@@ -68,6 +71,7 @@ import (
 type JetStreamStore struct {
 	js     jetstream.JetStream
 	names  subjects.Names
+	source string // the CloudEvents source of the entries it writes
 	stream jetstream.Stream
 	kv     jetstream.KeyValue
 	grace  time.Duration // see WithOrphanGrace
@@ -139,7 +143,9 @@ func WithoutProvisioning() JetStreamOption {
 // NewJetStreamStore returns a store on js. Unless [WithoutProvisioning] is
 // given it creates or updates, idempotently, the file-backed stream
 // names.TapesStream() (subjects names.TapesAll() and names.TapeArchivesAll())
-// and the KV bucket names.TapeIndexBucket().
+// and the KV bucket names.TapeIndexBucket(). The entries it writes name
+// their writer with the source /bub/tape/<name of js's connection>
+// (/bub/tape/unnamed when the connection has no name).
 func NewJetStreamStore(ctx context.Context, js jetstream.JetStream, names subjects.Names, opts ...JetStreamOption) (*JetStreamStore, error) {
 	o := jsOptions{replicas: 1, provision: true, grace: 2 * time.Second}
 	for _, opt := range opts {
@@ -147,7 +153,7 @@ func NewJetStreamStore(ctx context.Context, js jetstream.JetStream, names subjec
 			return nil, err
 		}
 	}
-	s := &JetStreamStore{js: js, names: names, grace: o.grace, seen: map[string]uint64{}}
+	s := &JetStreamStore{js: js, names: names, source: storeSource(js), grace: o.grace, seen: map[string]uint64{}}
 	var err error
 	if o.provision {
 		s.stream, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
@@ -183,6 +189,28 @@ func NewJetStreamStore(ctx context.Context, js jetstream.JetStream, names subjec
 		return nil, fmt.Errorf("binding bucket %s: %w", names.TapeIndexBucket(), err)
 	}
 	return s, nil
+}
+
+// storeSource is the CloudEvents source of the entries a store on js
+// writes.
+func storeSource(js jetstream.JetStream) string {
+	if nc := js.Conn(); nc != nil && nc.Opts.Name != "" {
+		return "/bub/tape/" + url.PathEscape(nc.Opts.Name)
+	}
+	return "/bub/tape/unnamed"
+}
+
+// structuredContentType is the Content-Type header of every entry
+// message, shared by all of them (never modified).
+var structuredContentType = []string{"application/cloudevents+json"}
+
+// messageHeader returns the headers of an entry message before the publish
+// options add the Nats-Msg-Id: the content type of structured mode, as on
+// every Bub event.
+func messageHeader() nats.Header {
+	h := make(nats.Header, 4)
+	h["Content-Type"] = structuredContentType
+	return h
 }
 
 // Tuning.
@@ -273,7 +301,7 @@ func (s *JetStreamStore) readCommitted(ctx context.Context, ix Index, start uint
 	}
 	entries := make([]Entry, 0, count)
 	err := s.scan(ctx, s.names.Tape(ix.Tape), start, ix.Seq, int(count), func(seq uint64, _ string, data []byte) error {
-		e, ok := decodeEntry(data)
+		e, ok := decodeMessage(data)
 		if !ok || e.ID != firstID+int64(len(entries)) {
 			return errRetry
 		}
@@ -425,13 +453,14 @@ func (s *JetStreamStore) newWriter(tape string, entries []Entry, o appendOptions
 	return w
 }
 
-// msgID names entry i of n of this commit written from index revision
-// w.rev: "<tape token>:<commit key>:<rev>:i:n". The revision makes ids
+// msgID names entry id of this commit written from index revision w.rev:
+// "<tape token>:<entry id>:<commit key>:<rev>", the message's Nats-Msg-Id
+// and event id. The entry id alone repeats after a reset; the commit key
+// tells the writers of one revision apart, and the revision makes ids
 // fresh after a fence, so entries published again after their orphans were
 // deleted are not mistaken for duplicates of them.
-func (w *writer) msgID(i, n int) string {
-	return subjects.Token(w.tape) + ":" + w.commitKey + ":" + strconv.FormatUint(w.rev, 10) + ":" +
-		strconv.Itoa(i) + ":" + strconv.Itoa(n)
+func (w *writer) msgID(id int64) string {
+	return subjects.Token(w.tape) + ":" + strconv.FormatInt(id, 10) + ":" + w.commitKey + ":" + strconv.FormatUint(w.rev, 10)
 }
 
 // attempt runs one optimistic append; errRetry means start over.
@@ -533,7 +562,7 @@ func (w *writer) repair(ctx context.Context, ix Index, last uint64, stored []Ent
 	}
 	var orphans []orphan
 	err := w.s.scan(ctx, w.subj, ix.Seq+1, last, 0, func(seq uint64, msgID string, data []byte) error {
-		e, ok := decodeEntry(data)
+		e, ok := decodeMessage(data)
 		orphans = append(orphans, orphan{seq, msgID, e, ok})
 		return nil
 	})
@@ -542,7 +571,7 @@ func (w *writer) repair(ctx context.Context, ix Index, last uint64, stored []Ent
 	}
 	adopt := len(orphans) <= len(stored)
 	for i, o := range orphans {
-		adopt = adopt && o.ok && o.msgID == w.msgID(i, len(stored)) && o.entry.ID == stored[i].ID
+		adopt = adopt && o.ok && o.msgID == w.msgID(stored[i].ID) && o.entry.ID == stored[i].ID
 	}
 	if adopt {
 		seqs := make([]uint64, len(orphans))
@@ -581,14 +610,17 @@ func (w *writer) repair(ctx context.Context, ix Index, last uint64, stored []Ent
 // of this process); after the first failed prediction the rest goes one by
 // one, each expecting its predecessor's real sequence.
 func (w *writer) publish(ctx context.Context, batch []Entry, from, to int, prev uint64) ([]uint64, error) {
-	entries, offset, n := batch[from:to], from, len(batch)
+	entries := batch[from:to]
 	seqs := make([]uint64, 0, len(entries))
-	msg := func(i int) *nats.Msg {
-		return &nats.Msg{Subject: w.subj, Data: appendEntry(nil, entries[i]), Header: nats.Header{}}
+	msg := func(i int) (*nats.Msg, string) {
+		id := w.msgID(entries[i].ID)
+		m := entryMessage{id: id, source: w.s.source, session: w.tape}
+		return &nats.Msg{Subject: w.subj, Data: appendMessage(nil, m, entries[i]), Header: messageHeader()}, id
 	}
 	publishOne := func(i int) error {
-		ack, err := w.s.js.PublishMsg(ctx, msg(i),
-			jetstream.WithMsgID(w.msgID(offset+i, n)),
+		m, id := msg(i)
+		ack, err := w.s.js.PublishMsg(ctx, m,
+			jetstream.WithMsgID(id),
 			jetstream.WithExpectLastSequencePerSubject(prev))
 		if isWrongLastSeq(err) && i == 0 {
 			return errTail
@@ -627,8 +659,9 @@ func (w *writer) publish(ctx context.Context, batch []Entry, from, to int, prev 
 		futures := make([]jetstream.PubAckFuture, 0, end-i)
 		for j := i; j < end; j++ {
 			expect := prev + uint64(j-i)
-			f, err := w.s.js.PublishMsgAsync(msg(j),
-				jetstream.WithMsgID(w.msgID(offset+j, n)),
+			m, id := msg(j)
+			f, err := w.s.js.PublishMsgAsync(m,
+				jetstream.WithMsgID(id),
 				jetstream.WithExpectLastSequence(expect),
 				jetstream.WithExpectLastSequencePerSubject(expect))
 			if err != nil {
@@ -859,9 +892,12 @@ func (s *JetStreamStore) WaitWatermark(ctx context.Context, tape, key string, at
 
 // Archive implements [Archiver]: it publishes entries to the subject
 // names.TapeArchive(tape) and returns "<stream>:<subject>:<first>-<last>"
-// (stream sequences; "0-0" for an empty archive).
+// (stream sequences; "0-0" for an empty archive). Each message is an
+// entry event like a tape's, with the id and Nats-Msg-Id "<tape
+// token>:<entry id>:archive:<random key of this call>".
 func (s *JetStreamStore) Archive(ctx context.Context, tape string, entries []Entry) (string, error) {
 	subj := s.names.TapeArchive(tape)
+	prefix, suffix := subjects.Token(tape)+":", ":archive:"+rand.Text()
 	var first, last uint64
 	for i := 0; i < len(entries); i += publishWindow {
 		batch := entries[i:min(i+publishWindow, len(entries))]
@@ -871,7 +907,9 @@ func (s *JetStreamStore) Archive(ctx context.Context, tape string, entries []Ent
 			if err != nil {
 				return "", fmt.Errorf("archiving tape %q: %w", tape, err)
 			}
-			if futures[j], err = s.js.PublishMsgAsync(&nats.Msg{Subject: subj, Data: appendEntry(nil, n)}); err != nil {
+			m := entryMessage{id: prefix + strconv.FormatInt(n.ID, 10) + suffix, source: s.source, session: tape}
+			msg := &nats.Msg{Subject: subj, Data: appendMessage(nil, m, n), Header: messageHeader()}
+			if futures[j], err = s.js.PublishMsgAsync(msg, jetstream.WithMsgID(m.id)); err != nil {
 				return "", fmt.Errorf("archiving tape %q: %w", tape, err)
 			}
 		}
@@ -911,7 +949,7 @@ func (s *JetStreamStore) ReadArchive(ctx context.Context, location string) ([]En
 		return entries, nil
 	}
 	err := s.scan(ctx, parts[1], first, last, 0, func(_ uint64, _ string, data []byte) error {
-		if e, ok := decodeEntry(data); ok {
+		if e, ok := decodeMessage(data); ok {
 			entries = append(entries, e)
 		}
 		return nil
