@@ -10,7 +10,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
+
+	"github.com/bubbus/bub/internal/recorder"
 )
 
 // Services says which services [StartServices] runs in this process.
@@ -170,23 +171,7 @@ func (r *Running) Stop() error {
 
 // WaitRecorded waits until the recorder has taken and acknowledged every
 // lifecycle event published so far (its consumer has nothing pending), or
-// ctx ends.
+// ctx ends: [recorder.WaitCaughtUp] on conn.
 func WaitRecorded(ctx context.Context, conn *Conn) error {
-	cons, err := conn.JS.Consumer(ctx, conn.Names.EventsStream(), conn.Names.RecorderConsumer())
-	if err != nil {
-		return err
-	}
-	t := time.NewTicker(20 * time.Millisecond)
-	defer t.Stop()
-	for {
-		info, err := cons.Info(ctx)
-		if err == nil && info.NumPending == 0 && info.NumAckPending == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for the recorder: %w", ctx.Err())
-		case <-t.C:
-		}
-	}
+	return recorder.WaitCaughtUp(ctx, conn.JS, conn.Names)
 }
