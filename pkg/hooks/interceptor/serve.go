@@ -236,7 +236,7 @@ func endpoint[In any](s *Service, h hooks.Hook, serve func(context.Context, *rem
 			return
 		}
 		var in remote.Request[In]
-		if err := json.Unmarshal(req.Data(), &in); err != nil {
+		if err := in.UnmarshalJSON(req.Data()); err != nil {
 			s.fail(req, h, bub.Errorf(bub.KindInvalidInput, "decoding the %s request: %v", h, err))
 			return
 		}

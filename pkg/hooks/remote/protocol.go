@@ -1,7 +1,6 @@
 package remote
 
 import (
-	"bytes"
 	"encoding/json"
 	"slices"
 
@@ -52,21 +51,8 @@ type Request[In any] struct {
 	SessionID string     `json:"session_id"`
 	// State is the public turn state (bub.State.Public); changes an
 	// interceptor makes to it do not flow back.
-	State map[string]any `json:"state"`
-	Input In             `json:"input"`
-}
-
-// encodeRequest appends the JSON of r to b, as json.Marshal writes it but
-// without escaping <, > and & (the JSON stays the same for any decoder,
-// a bit shorter for prompts and commands).
-func encodeRequest[In any](b []byte, r *Request[In]) ([]byte, error) {
-	w := bytes.NewBuffer(b)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(r); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(w.Bytes(), []byte("\n")), nil
+	State Object `json:"state"`
+	Input In     `json:"input"`
 }
 
 // The inputs of the hooks. Each is the hook's input without the turn

@@ -1,0 +1,125 @@
+package remote
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/bubbus/bub/pkg/hooks"
+)
+
+// FuzzObject: Object decodes exactly what encoding/json decodes into a
+// map[string]any, and fails exactly when it fails.
+func FuzzObject(f *testing.F) {
+	for _, s := range []string{
+		`{}`, `null`, ` { "a" : [1, -2.5e3, true, false, null, {"b": "c"}] } `, `{"a": 1, "a": 2}`,
+		`{"s": "\u00e9\ud83d\ude00\ud800x\"\\\/\b\f\n\r\t"}`, `{"s": "\xff\xfe ok"}`, `{"n": 1e400}`,
+		`{"n": 01}`, `{"n": -}`, `{"n": 1.}`, `{"a": [1,]}`, `{"a" 1}`, `[1]`, `"x"`, `{"a": tru}`, `{} {}`,
+		`{"deep": [[[[[{"x": [[]]}]]]]]}`, `{"ctl": "a` + "\x01" + `"}`, `{"esc": "\x"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var want map[string]any
+		stdErr := json.Unmarshal(data, &want)
+		var got Object
+		err := got.UnmarshalJSON(data)
+		if (err != nil) != (stdErr != nil) {
+			t.Fatalf("%q: Object error %v, encoding/json error %v", data, err, stdErr)
+		}
+		if err == nil && !reflect.DeepEqual(map[string]any(got), want) {
+			t.Fatalf("%q: Object %#v, encoding/json %#v", data, got, want)
+		}
+	})
+}
+
+// TestObjectInsideAStruct: encoding/json hands a field's bytes to Object.
+func TestObjectInsideAStruct(t *testing.T) {
+	var r Request[BeforeToolCallInput]
+	data := `{"hook": "before_tool_call", "state": {"session_id": "s", "n": [1, {"x": null}]}, "input": {"call": {"tool": "bash"}}}`
+	if err := json.Unmarshal([]byte(data), &r); err != nil {
+		t.Fatal(err)
+	}
+	want := Object{"session_id": "s", "n": []any{1.0, map[string]any{"x": nil}}}
+	if !reflect.DeepEqual(r.State, want) || r.Input.Call.Tool != "bash" {
+		t.Errorf("decoded %+v", r)
+	}
+}
+
+// FuzzRequest: a request encoded by encoding/json decodes to the same
+// values as encoding/json decodes, and arbitrary bytes decode only when
+// they are valid JSON, never panicking.
+func FuzzRequest(f *testing.F) {
+	f.Add("before_tool_call", "run-1", `{"session_id": "s", "x": [1, "\u00e9"]}`, "bash", `{"cmd": "ls"}`, []byte(`{"hook": "x", "input": {"call": {}}, "extra": [1, {"a": null}]}`))
+	f.Add("", "", `null`, "", `null`, []byte(`{"state": {"a": 1e400}}`))
+	f.Fuzz(func(t *testing.T, hook, runID, state, tool, args string, raw []byte) {
+		var r Request[BeforeToolCallInput]
+		if err := r.UnmarshalJSON(raw); err == nil && !json.Valid(raw) {
+			t.Fatalf("%q decoded but is not valid JSON", raw)
+		}
+
+		var in Request[BeforeToolCallInput]
+		if json.Unmarshal([]byte(state), &in.State) != nil || json.Unmarshal([]byte(args), &in.Input.Call.Arguments) != nil {
+			return
+		}
+		in.Hook, in.RunID, in.SessionID, in.Input.Call.Tool = hooks.Hook(hook), runID, runID+hook, tool
+		in.Input.Call.RunID, in.Input.Call.CallID = runID, tool+runID
+		data, err := json.Marshal(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got Request[BeforeToolCallInput]
+		if err := got.UnmarshalJSON(data); err != nil {
+			t.Fatalf("%s: %v", data, err)
+		}
+		var want struct {
+			Hook      hooks.Hook          `json:"hook"`
+			RunID     string              `json:"run_id"`
+			SessionID string              `json:"session_id"`
+			State     map[string]any      `json:"state"`
+			Input     BeforeToolCallInput `json:"input"`
+		}
+		if err := json.Unmarshal(data, &want); err != nil {
+			t.Fatal(err)
+		}
+		if got.Hook != want.Hook || got.RunID != want.RunID || got.SessionID != want.SessionID ||
+			!reflect.DeepEqual(map[string]any(got.State), want.State) || !reflect.DeepEqual(got.Input, want.Input) {
+			t.Fatalf("%s: decoded %+v, encoding/json %+v", data, got, want)
+		}
+	})
+}
+
+// FuzzEncode: what encodeRequest writes, encoding/json reads back as the
+// same values as what encoding/json itself writes.
+func FuzzEncode(f *testing.F) {
+	f.Add("before_tool_call", `{"s": "a\u0000\"\\<>&\u2028\ud800", "n": [1.5e-9, 1e21, -0, 3], "m": {"z": null, "a": true}}`, "bash", `{"cmd": "ls"}`, "\xff\xfe")
+	f.Fuzz(func(t *testing.T, hook, state, tool, args, odd string) {
+		var in Request[BeforeToolCallInput]
+		if json.Unmarshal([]byte(state), &in.State) != nil || json.Unmarshal([]byte(args), &in.Input.Call.Arguments) != nil {
+			return
+		}
+		if in.State == nil {
+			in.State = Object{}
+		}
+		in.State["odd"], in.State["int"] = odd, len(odd)
+		in.Hook, in.RunID, in.SessionID, in.Input.Call.Tool, in.Input.Call.CallID = hooks.Hook(hook), odd, hook+odd, tool, odd
+		mine, err := encodeRequest(nil, &in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		std, err := json.Marshal(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got, want any
+		if err := json.Unmarshal(mine, &got); err != nil {
+			t.Fatalf("%q: %v", mine, err)
+		}
+		if err := json.Unmarshal(std, &want); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("encoded %s, encoding/json %s", mine, std)
+		}
+	})
+}
