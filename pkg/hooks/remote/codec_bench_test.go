@@ -1,7 +1,6 @@
 package remote
 
 import (
-	"encoding/json"
 	"testing"
 
 	"github.com/bubbus/bub/pkg/bub"
@@ -45,7 +44,7 @@ func BenchmarkDecodeRequest(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		var got Request[BeforeToolCallInput]
-		if err := json.Unmarshal(data, &got); err != nil {
+		if err := got.UnmarshalJSON(data); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -13,11 +13,18 @@ type Options struct {
 	// (whose strings cannot hold invalid UTF-8) and encoding/json do;
 	// without it every byte from 0x80 up is copied as it is.
 	FixUTF8 bool
+	// StdEscapes (with FixUTF8) writes what FixUTF8 replaces as \ufffd,
+	// and U+2028 and U+2029 (line breaks to JavaScript) as \u2028 and
+	// \u2029, as encoding/json does.
+	StdEscapes bool
 }
 
 // SDK escapes as the CloudEvents SDK's encoder (jsoniter, fastest
 // configuration) does.
 var SDK = Options{}
+
+// Std escapes as encoding/json does with HTML escaping off.
+var Std = Options{ShortBF: true, FixUTF8: true, StdEscapes: true}
 
 // Python escapes as json.dumps(s, ensure_ascii=False) does.
 var Python = Options{ShortBF: true, FixUTF8: true}
@@ -26,8 +33,8 @@ const hexDigits = "0123456789abcdef"
 
 // Append appends s to b as a JSON string: '"', '\\' and the control
 // characters U+0000 to U+001F escaped (\n, \r and \t in their short form),
-// everything else as it is (no HTML escaping, no \u escapes of non-ASCII
-// characters).
+// everything else as it is but for what the options say (no HTML
+// escaping, no \u escapes of other non-ASCII characters).
 func (o Options) Append(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0 // s[start:i] is still to be copied
@@ -39,10 +46,19 @@ func (o Options) Append(b []byte, s string) []byte {
 				continue
 			}
 			r, size := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && size == 1 {
+			switch {
+			case r == utf8.RuneError && size == 1:
 				b = append(b, s[start:i]...)
-				b = utf8.AppendRune(b, utf8.RuneError)
+				if o.StdEscapes {
+					b = append(b, `\ufffd`...)
+				} else {
+					b = utf8.AppendRune(b, utf8.RuneError)
+				}
 				start = i + 1
+			case (r == '\u2028' || r == '\u2029') && o.StdEscapes:
+				b = append(b, s[start:i]...)
+				b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+				start = i + size
 			}
 			i += size
 			continue
