@@ -29,6 +29,7 @@ import (
 	"github.com/bubbus/bub/internal/ingress"
 	"github.com/bubbus/bub/internal/ingresscmd"
 	"github.com/bubbus/bub/internal/natsx"
+	"github.com/bubbus/bub/internal/recorder"
 	"github.com/bubbus/bub/internal/recordercmd"
 	"github.com/bubbus/bub/internal/service"
 	"github.com/bubbus/bub/internal/stack"
@@ -640,23 +641,12 @@ func (pl *pipeline) waitRecorded(ctx context.Context, sim bool) error {
 	if sim {
 		names = simNames()
 	}
-	cons, err := pl.conn.JS.Consumer(ctx, names.EventsStream(), names.RecorderConsumer())
-	if err != nil {
-		return err
-	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	for {
-		info, err := cons.Info(ctx)
-		if err == nil && info.NumPending == 0 && info.NumAckPending == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for the recorder: %w (%v)", ctx.Err(), pl.alive())
-		case <-time.After(5 * time.Millisecond):
-		}
+	if err := recorder.WaitCaughtUp(ctx, pl.conn.JS, names); err != nil {
+		return fmt.Errorf("%w (%v)", err, pl.alive())
 	}
+	return nil
 }
 
 // cpu returns the CPU time so far of every accounted process by label.

@@ -10,10 +10,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/bubbus/bub/internal/gatewaycmd"
 	"github.com/bubbus/bub/internal/ingresscmd"
+	"github.com/bubbus/bub/internal/recorder"
 	"github.com/bubbus/bub/internal/recordercmd"
 	"github.com/bubbus/bub/internal/service"
 	"github.com/bubbus/bub/internal/workercmd"
@@ -176,23 +176,7 @@ func (r *Running) Stop() error {
 
 // WaitRecorded waits until the recorder has taken and acknowledged every
 // lifecycle event published so far (its consumer has nothing pending), or
-// ctx ends.
+// ctx ends: [recorder.WaitCaughtUp] on conn.
 func WaitRecorded(ctx context.Context, conn *service.Conn) error {
-	cons, err := conn.JS.Consumer(ctx, conn.Names.EventsStream(), conn.Names.RecorderConsumer())
-	if err != nil {
-		return err
-	}
-	t := time.NewTicker(20 * time.Millisecond)
-	defer t.Stop()
-	for {
-		info, err := cons.Info(ctx)
-		if err == nil && info.NumPending == 0 && info.NumAckPending == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for the recorder: %w", ctx.Err())
-		case <-t.C:
-		}
-	}
+	return recorder.WaitCaughtUp(ctx, conn.JS, conn.Names)
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/types"
+
+	"github.com/bubbus/bub/pkg/internal/jsonesc"
 )
 
 // This file is the bridge's fast path: the structured-mode JSON of a
@@ -95,34 +97,7 @@ func (w wireEncoder) encode(typ string, a Attrs, data any) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-const hexDigits = "0123456789abcdef"
-
 // appendString appends s as a JSON string escaped as the SDK's encoder
 // (jsoniter's fastest configuration) does: '"', '\\' and control
 // characters only; everything else, including non-ASCII bytes, verbatim.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-		}
-		start = i + 1
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
+func appendString(b []byte, s string) []byte { return jsonesc.SDK.Append(b, s) }

@@ -105,8 +105,8 @@ func TestEndpoints(t *testing.T) {
 	}
 }
 
-// TestErrorReplies: a panic, an undecodable request, a request for
-// another hook and a bad deadline each get a NATS micro error reply whose
+// TestErrorReplies: a panic, an undecodable request, a request with a
+// member of the wrong type, a request for another hook and a bad deadline each get a NATS micro error reply whose
 // body keeps the error's kind.
 func TestErrorReplies(t *testing.T) {
 	s := natstest.Start(t)
@@ -119,6 +119,7 @@ func TestErrorReplies(t *testing.T) {
 	}{
 		{"panic", `{"hook": "before_tool_call", "input": {"call": {"tool": "boom"}}}`, "", "500", "unknown"},
 		{"undecodable", `{"hook": `, "", "400", "invalid_input"},
+		{"mistyped", `{"hook": "before_tool_call", "state": ["not", "an", "object"]}`, "", "400", "invalid_input"},
 		{"wrong_hook", `{"hook": "after_tool_call", "input": {}}`, "", "400", "invalid_input"},
 		{"bad_deadline", `{"hook": "before_tool_call", "input": {}}`, "tomorrow", "400", "invalid_input"},
 	} {

@@ -6,8 +6,8 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"unicode/utf8"
 
+	"github.com/bubbus/bub/pkg/internal/jsonesc"
 	"github.com/bubbus/bub/pkg/tools"
 )
 
@@ -141,42 +141,6 @@ func appendValue(b []byte, v any) ([]byte, error) {
 	return append(b, raw...), nil
 }
 
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a JSON string; invalid UTF-8 becomes U+FFFD
-// as with encoding/json.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c >= 0x20 && c != '"' && c != '\\':
-				b = append(b, c)
-			case c == '"' || c == '\\':
-				b = append(b, '\\', c)
-			case c == '\n':
-				b = append(b, '\\', 'n')
-			case c == '\r':
-				b = append(b, '\\', 'r')
-			case c == '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-		default:
-			b = append(b, s[i:i+size]...)
-		}
-		i += size
-	}
-	return append(b, '"')
-}
+// appendString appends s as a JSON string as encoding/json writes it
+// (invalid UTF-8 as \ufffd), HTML characters unescaped.
+func appendString(b []byte, s string) []byte { return jsonesc.Std.Append(b, s) }

@@ -16,7 +16,10 @@ import (
 // and with encoding/json the generic turn state (a map of any) was most of
 // its work. The envelope, the state and before_tool_call's input are
 // parsed in one pass without reflection; other inputs go through
-// encoding/json.
+// encoding/json. Measured on 2026-12-01 (bench P2, quiet machine), this
+// file and encode.go replaced by encoding/json took the hop/raw ratio from
+// 1.15 to 1.26 at p50 (goal ≤ 1.25) and from 1.35 to 2.16 at p99 (goal ≤ 1.5);
+// github.com/go-json-experiment/json for decoding did not close the gap.
 
 // Object is a JSON object as map[string]any. It encodes like a map, and
 // decodes into exactly what encoding/json produces for a map[string]any
