@@ -44,44 +44,34 @@ with a worker and a recorder in this process.`,
 			}
 			out := &lockedWriter{w: cmd.OutOrStdout()}
 			return withStack(cmd.Context(), &common, getenv, wo, func(ctx context.Context, c *client) error {
-				gw, err := ingress.NewGateway(c.conn.NC, c.conn.JS, c.conn.Names, events.Source("cli", cli.Instance(getenv)), c.log)
-				if err != nil {
-					return err
-				}
-				defer gw.Close()
-				var streamed atomic.Bool
-				sub, err := c.conn.NC.Subscribe(c.conn.Names.TokenStreamOf(session), func(m *nats.Msg) {
-					var d struct{ Kind, Text string }
-					if json.Unmarshal(m.Data, &d) == nil && d.Kind == "text" {
-						streamed.Store(true)
-						fmt.Fprint(out, d.Text)
-					}
-				})
-				if err != nil {
-					return err
-				}
-				defer func() { _ = sub.Unsubscribe() }()
-				return chatLoop(ctx, cmd.InOrStdin(), out, func(ctx context.Context, line string) error {
-					streamed.Store(false)
-					env := &envelope.Envelope{ID: events.NewID(), Content: line, Channel: "cli", ChatID: chatID,
-						SessionID: session, Context: envelope.NewContext("thread_id", session)}
-					await := gw.Expect(env.ID)
-					if _, err := gw.Publish(ctx, env); err != nil {
-						return err
-					}
-					wctx, cancel := context.WithTimeout(ctx, wait)
-					defer cancel()
-					outs, err := await(wctx)
-					if err := c.conn.NC.Flush(); err != nil {
-						return err
-					}
-					for _, o := range outs {
-						if o.Kind == envelope.KindError || !streamed.Load() {
-							fmt.Fprint(out, o.Content)
+				return withGateway(c, getenv, func(gw *ingress.Gateway) error {
+					var streamed atomic.Bool
+					sub, err := c.conn.NC.Subscribe(c.conn.Names.TokenStreamOf(session), func(m *nats.Msg) {
+						var d struct{ Kind, Text string }
+						if json.Unmarshal(m.Data, &d) == nil && d.Kind == "text" {
+							streamed.Store(true)
+							fmt.Fprint(out, d.Text)
 						}
+					})
+					if err != nil {
+						return err
 					}
-					fmt.Fprintln(out)
-					return err
+					defer func() { _ = sub.Unsubscribe() }()
+					return chatLoop(ctx, cmd.InOrStdin(), out, func(ctx context.Context, line string) error {
+						streamed.Store(false)
+						outs, err := ask(ctx, gw, &envelope.Envelope{ID: events.NewID(), Content: line, Channel: "cli", ChatID: chatID,
+							SessionID: session, Context: envelope.NewContext("thread_id", session)}, wait)
+						if err := c.conn.NC.Flush(); err != nil {
+							return err
+						}
+						for _, o := range outs {
+							if o.Kind == envelope.KindError || !streamed.Load() {
+								fmt.Fprint(out, o.Content)
+							}
+						}
+						fmt.Fprintln(out)
+						return err
+					})
 				})
 			})
 		},

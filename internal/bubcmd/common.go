@@ -1,6 +1,9 @@
 package bubcmd
 
 import (
+	"encoding/json"
+	"io"
+
 	"github.com/spf13/cobra"
 
 	"github.com/bubbus/bub/internal/cli"
@@ -24,4 +27,16 @@ func newServiceCommand(env *Env, newSpec func(service.Env) service.Spec) *cobra.
 	}
 	s.BindFlags(cmd.Flags(), &common, env.Getenv)
 	return cmd
+}
+
+// printReport prints report to w as indented JSON when asJSON is set, else
+// as text.
+func printReport[T any](w io.Writer, asJSON bool, report T, text func(io.Writer, T)) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(report)
+	}
+	text(w, report)
+	return nil
 }

@@ -2,7 +2,6 @@ package bubcmd
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -41,13 +40,7 @@ effect class. Env and header values never show.`,
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(status)
-			}
-			printMCP(cmd.OutOrStdout(), status)
-			return nil
+			return printReport(cmd.OutOrStdout(), asJSON, status, printMCP)
 		},
 	}
 	list.Flags().BoolVar(&asJSON, "json", false, "print the servers as JSON")

@@ -44,23 +44,14 @@ recorder in this process (data under --home) and stops them afterwards.`,
 				if wo.Models.Model == "" || isEcho(wo.Models.Model) {
 					fmt.Fprintln(cmd.ErrOrStderr(), "note: using the built-in echo model (set BUB_MODEL, e.g. openai:gpt-4o-mini, to use a real one)")
 				}
-				gw, err := ingress.NewGateway(c.conn.NC, c.conn.JS, c.conn.Names, events.Source("cli", cli.Instance(getenv)), c.log)
-				if err != nil {
-					return err
-				}
-				defer gw.Close()
-				await := gw.Expect(env.ID)
-				if _, err := gw.Publish(ctx, env); err != nil {
-					return err
-				}
-				wctx, cancel := context.WithTimeout(ctx, wait)
-				defer cancel()
-				outs, err := await(wctx)
-				printOutbounds(cmd.OutOrStdout(), outs)
-				if err != nil {
-					return fmt.Errorf("waiting for the reply to %s: %w", env.ID, err)
-				}
-				return nil
+				return withGateway(c, getenv, func(gw *ingress.Gateway) error {
+					outs, err := ask(ctx, gw, env, wait)
+					printOutbounds(cmd.OutOrStdout(), outs)
+					if err != nil {
+						return fmt.Errorf("waiting for the reply to %s: %w", env.ID, err)
+					}
+					return nil
+				})
 			})
 		},
 	}
@@ -72,6 +63,29 @@ recorder in this process (data under --home) and stops them afterwards.`,
 	cmd.Flags().StringVar(&sender, "sender-id", "human", "sender id put in the message context")
 	cmd.Flags().DurationVar(&wait, "wait", 5*time.Minute, "how long to wait for the reply")
 	return cmd
+}
+
+// withGateway runs body with an ingress gateway of the CLI on c's
+// connection, closed when body returns.
+func withGateway(c *client, getenv cli.Getenv, body func(*ingress.Gateway) error) error {
+	gw, err := ingress.NewGateway(c.conn.NC, c.conn.JS, c.conn.Names, events.Source("cli", cli.Instance(getenv)), c.log)
+	if err != nil {
+		return err
+	}
+	defer gw.Close()
+	return body(gw)
+}
+
+// ask publishes env through gw and returns the turn's outbound envelopes,
+// waiting for them at most wait.
+func ask(ctx context.Context, gw *ingress.Gateway, env *envelope.Envelope, wait time.Duration) ([]envelope.Envelope, error) {
+	await := gw.Expect(env.ID)
+	if _, err := gw.Publish(ctx, env); err != nil {
+		return nil, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	return await(wctx)
 }
 
 // printOutbounds prints each envelope as Bub's `bub run` does:

@@ -2,7 +2,6 @@ package bubcmd
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -35,13 +34,7 @@ request statistics, the recorder's lag and the dead letters by reason.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withClient(cmd.Context(), &common, getenv, func(ctx context.Context, c *client) error {
 				st := status.Collect(ctx, c.conn.NC, c.conn.JS, c.conn.Names, recent)
-				if asJSON {
-					enc := json.NewEncoder(cmd.OutOrStdout())
-					enc.SetIndent("", "  ")
-					return enc.Encode(st)
-				}
-				printStatus(cmd.OutOrStdout(), st)
-				return nil
+				return printReport(cmd.OutOrStdout(), asJSON, st, printStatus)
 			})
 		},
 	}

@@ -25,39 +25,38 @@ type lane struct {
 	in   chan jetstream.Msg
 	runs map[string]*run // by run id
 	// done remembers recently committed runs, so a late duplicate of one
-	// of their events is recognised (bounded: oldest forgotten first).
-	done      map[string]bool
-	doneOrder []string
+	// of their events is recognised.
+	done recent[bool]
 	// answered remembers the run that committed each recently answered
-	// envelope (bounded like done), so a stale run of it is recognised.
-	answered      map[string]string
-	answeredOrder []string
+	// envelope, so a stale run of it is recognised.
+	answered recent[string]
 }
 
-func (l *lane) markAnswered(envelope, runID string) {
-	if l.answered == nil {
-		l.answered = map[string]string{}
-	}
-	l.answered[envelope] = runID
-	l.answeredOrder = append(l.answeredOrder, envelope)
-	if len(l.answeredOrder) > maxDone {
-		delete(l.answered, l.answeredOrder[0])
-		l.answeredOrder = l.answeredOrder[1:]
-	}
-}
-
+// maxDone bounds a [recent].
 const maxDone = 4096
 
-func (l *lane) markDone(id string) {
-	if l.done == nil {
-		l.done = map[string]bool{}
+// recent remembers the value put for each key of its last maxDone puts,
+// forgetting the oldest first. The zero value is empty.
+type recent[V any] struct {
+	m     map[string]V
+	order []string
+}
+
+func (r *recent[V]) put(key string, v V) {
+	if r.m == nil {
+		r.m = map[string]V{}
 	}
-	l.done[id] = true
-	l.doneOrder = append(l.doneOrder, id)
-	if len(l.doneOrder) > maxDone {
-		delete(l.done, l.doneOrder[0])
-		l.doneOrder = l.doneOrder[1:]
+	r.m[key] = v
+	r.order = append(r.order, key)
+	if len(r.order) > maxDone {
+		delete(r.m, r.order[0])
+		r.order = r.order[1:]
 	}
+}
+
+func (r *recent[V]) get(key string) (V, bool) {
+	v, ok := r.m[key]
+	return v, ok
 }
 
 // run buffers the events of one run until it finishes.
@@ -142,7 +141,7 @@ func (l *lane) handle(ctx context.Context, msg jetstream.Msg) {
 		_ = msg.Ack()
 		return
 	}
-	if l.done[runID] {
+	if done, _ := l.done.get(runID); done {
 		l.duplicate(ctx, session, md.Sequence.Stream, msg)
 		return
 	}
@@ -274,7 +273,7 @@ func (l *lane) supersede(ctx context.Context, rn *run, late bool) (stale bool) {
 		l.interrupt(ctx, other, "redelivered", rn.id)
 		delete(l.runs, id)
 	}
-	if first, ok := l.answered[rn.envelope]; ok && first != rn.id {
+	if first, ok := l.answered.get(rn.envelope); ok && first != rn.id {
 		l.interrupt(ctx, rn, "superseded", first)
 		return true
 	}
@@ -422,9 +421,9 @@ func (l *lane) commitWith(ctx context.Context, rn *run, msgs []jetstream.Msg) {
 	for _, m := range msgs {
 		_ = m.Ack()
 	}
-	l.markDone(rn.id)
+	l.done.put(rn.id, true)
 	if rn.envelope != "" && !rn.interrupted && rn.answers {
-		l.markAnswered(rn.envelope, rn.id)
+		l.answered.put(rn.envelope, rn.id)
 	}
 }
 
@@ -560,5 +559,5 @@ func (l *lane) skipRerun(ctx context.Context, rn *run, first string, stream uint
 	for _, m := range msgs {
 		_ = m.Ack()
 	}
-	l.markDone(rn.id)
+	l.done.put(rn.id, true)
 }

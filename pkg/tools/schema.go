@@ -165,7 +165,7 @@ func validateValue(schema map[string]any, v any, loc []any, issues *[]any) (any,
 		switch typ {
 		case "array":
 			var items []any
-			if items, ok = asList(v); ok {
+			if items, ok = listOf[any](v); ok {
 				out = validateItems(asMap(schema["items"]), items, loc, issues)
 			}
 		case "object":
@@ -184,7 +184,7 @@ func validateValue(schema map[string]any, v any, loc []any, issues *[]any) (any,
 		addIssue(issues, loc, typ, msg, v, true)
 		return nil, false
 	}
-	if enum, has := asList(schema["enum"]); has && !slices.ContainsFunc(enum, func(e any) bool { return sameValue(e, out) }) {
+	if enum, has := listOf[any](schema["enum"]); has && !slices.ContainsFunc(enum, func(e any) bool { return sameValue(e, out) }) {
 		addIssue(issues, loc, "enum", fmt.Sprintf("Input should be one of %s", enumText(enum)), v, true)
 		return nil, false
 	}
@@ -225,14 +225,10 @@ func convertScalar(typ string, v any) (any, bool) {
 		}
 		return nil, false
 	case "number":
-		switch n := v.(type) {
-		case int:
-			return float64(n), true
-		case int64:
-			return float64(n), true
-		case float64:
-			return n, true
-		case string:
+		if f, ok := number(v); ok {
+			return f, true
+		}
+		if n, ok := v.(string); ok {
 			f, err := strconv.ParseFloat(strings.TrimSpace(n), 64)
 			return f, err == nil && !math.IsInf(f, 0) && !math.IsNaN(f)
 		}
@@ -313,7 +309,7 @@ func checkSchema(schema map[string]any) error {
 
 func checkProperty(schema map[string]any) error {
 	if typ, ok := schema["type"]; ok {
-		list, ok := stringList(typ)
+		list, ok := listOf[string](typ)
 		if s, isString := typ.(string); isString {
 			list, ok = []string{s}, true
 		}
@@ -342,7 +338,7 @@ func checkProperty(schema map[string]any) error {
 		}
 	}
 	if raw, ok := schema["required"]; ok {
-		names, ok := stringList(raw)
+		names, ok := listOf[string](raw)
 		if !ok {
 			return fmt.Errorf("required must be a list of strings")
 		}
@@ -362,7 +358,7 @@ func checkProperty(schema map[string]any) error {
 		}
 	}
 	if raw, ok := schema["enum"]; ok {
-		if _, ok := asList(raw); !ok {
+		if _, ok := listOf[any](raw); !ok {
 			return fmt.Errorf("enum must be a list")
 		}
 	}
@@ -377,7 +373,7 @@ func properties(schema map[string]any) map[string]any {
 
 // requiredNames returns the "required" list of an object schema.
 func requiredNames(schema map[string]any) []string {
-	names, _ := stringList(schema["required"])
+	names, _ := listOf[string](schema["required"])
 	return names
 }
 
@@ -386,45 +382,39 @@ func schemaTypes(schema map[string]any) []string {
 	if s, ok := schema["type"].(string); ok {
 		return []string{s}
 	}
-	types, _ := stringList(schema["type"])
+	types, _ := listOf[string](schema["type"])
 	return types
 }
 
-func stringList(v any) ([]string, bool) {
+// listOf returns v as a []T: v itself when it is one, else the elements
+// of a []any or []string, when they are all Ts.
+func listOf[T any](v any) ([]T, bool) {
 	switch l := v.(type) {
-	case []string:
+	case []T:
 		return l, true
 	case []any:
-		out := make([]string, len(l))
-		for i, e := range l {
-			s, ok := e.(string)
-			if !ok {
-				return nil, false
-			}
-			out[i] = s
-		}
-		return out, true
+		return elements[T](l)
+	case []string:
+		return elements[T](l)
 	}
 	return nil, false
+}
+
+// elements returns the elements of l as Ts; ok is false when one is not a
+// T.
+func elements[T, E any](l []E) (out []T, ok bool) {
+	out = make([]T, len(l))
+	for i, e := range l {
+		if out[i], ok = any(e).(T); !ok {
+			return nil, false
+		}
+	}
+	return out, true
 }
 
 func asMap(v any) map[string]any {
 	m, _ := v.(map[string]any)
 	return m
-}
-
-func asList(v any) ([]any, bool) {
-	switch l := v.(type) {
-	case []any:
-		return l, true
-	case []string:
-		out := make([]any, len(l))
-		for i, s := range l {
-			out[i] = s
-		}
-		return out, true
-	}
-	return nil, false
 }
 
 func asObject(v any) (map[string]any, bool) {

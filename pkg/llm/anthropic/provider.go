@@ -2,16 +2,14 @@ package anthropic
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 
 	asdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/bubbus/bub/pkg/llm"
+	"github.com/bubbus/bub/pkg/llm/internal/endpoint"
 )
 
 // Name is the provider name that selects this provider ("anthropic:<model>").
@@ -22,78 +20,35 @@ type Option func(*options) error
 
 // options are what New builds a Provider from.
 type options struct {
-	name           string
-	baseURL        string
-	apiKey         llm.Secret
-	httpClient     *http.Client
-	maxRetries     *int
-	completionArgs map[string]any
+	endpoint.Options
 }
 
 // WithBaseURL sets the API base URL (default [llm.AnthropicBaseURL]). The
 // SDK appends /v1/messages, so a trailing "/v1" in base is dropped:
 // "https://api.anthropic.com/v1" and "https://api.anthropic.com" are the
 // same endpoint.
-func WithBaseURL(base string) Option {
-	return func(o *options) error {
-		u, err := url.Parse(base)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("anthropic: base URL %q is not an http(s) URL", base)
-		}
-		o.baseURL = strings.TrimSuffix(strings.TrimSuffix(base, "/"), "/v1") + "/"
-		return nil
-	}
-}
+func WithBaseURL(base string) Option { return endpoint.BaseURL[options](base) }
 
 // WithAPIKey sets the API key; without one no credential is sent (for a
 // local proxy that adds it).
-func WithAPIKey(key llm.Secret) Option {
-	return func(o *options) error {
-		o.apiKey = key
-		return nil
-	}
-}
+func WithAPIKey(key llm.Secret) Option { return endpoint.APIKey[options](key) }
 
 // WithName sets the provider name reported in errors (default [Name]).
-func WithName(name string) Option {
-	return func(o *options) error {
-		o.name = name
-		return nil
-	}
-}
+func WithName(name string) Option { return endpoint.Name[options](name) }
 
 // WithHTTPClient sets the HTTP client (default http.DefaultClient).
-func WithHTTPClient(c *http.Client) Option {
-	return func(o *options) error {
-		if c == nil {
-			return errors.New("anthropic: nil HTTP client")
-		}
-		o.httpClient = c
-		return nil
-	}
-}
+func WithHTTPClient(c *http.Client) Option { return endpoint.HTTPClient[options](c) }
 
 // WithMaxRetries sets how often the SDK retries a connection error, 408,
 // 409, 429, 5xx or 529 (overloaded) before the first byte (SDK default 2;
 // 0 disables).
-func WithMaxRetries(n int) Option {
-	return func(o *options) error {
-		if n < 0 {
-			return fmt.Errorf("anthropic: max retries must not be negative, got %d", n)
-		}
-		o.maxRetries = &n
-		return nil
-	}
-}
+func WithMaxRetries(n int) Option { return endpoint.MaxRetries[options](n) }
 
 // WithCompletionArgs sets extra request fields (temperature, top_k,
 // stop_sequences, ...), merged under the managed ones (see
 // [Provider.Complete]).
 func WithCompletionArgs(args map[string]any) Option {
-	return func(o *options) error {
-		o.completionArgs = args
-		return nil
-	}
+	return endpoint.CompletionArgs[options](args)
 }
 
 // Provider calls the Anthropic Messages API with streaming. It is safe for
@@ -111,28 +66,15 @@ var _ llm.Provider = (*Provider)(nil)
 // reads ANTHROPIC_* environment variables or SDK profiles: everything
 // comes from options.
 func New(opts ...Option) (*Provider, error) {
-	o := options{name: Name}
-	if err := WithBaseURL(llm.AnthropicBaseURL)(&o); err != nil {
+	o := options{endpoint.Options{Pkg: Name, Name: Name, BaseURL: llm.AnthropicBaseURL}}
+	if err := endpoint.Apply(&o, opts); err != nil {
 		return nil, err
 	}
-	for _, opt := range opts {
-		if err := opt(&o); err != nil {
-			return nil, err
-		}
-	}
-	reqOpts := []option.RequestOption{option.WithBaseURL(o.baseURL)}
-	if o.apiKey != "" {
-		reqOpts = append(reqOpts, option.WithAPIKey(string(o.apiKey)))
-	}
-	if o.httpClient != nil {
-		reqOpts = append(reqOpts, option.WithHTTPClient(o.httpClient))
-	}
-	if o.maxRetries != nil {
-		reqOpts = append(reqOpts, option.WithMaxRetries(*o.maxRetries))
-	}
+	base := strings.TrimSuffix(strings.TrimSuffix(o.BaseURL, "/"), "/v1") + "/"
+	reqOpts := endpoint.RequestOptions(&o.Options, base, option.WithBaseURL, option.WithAPIKey, withHTTPClient, option.WithMaxRetries)
 	return &Provider{
-		name:           o.name,
-		completionArgs: o.completionArgs,
+		name:           o.Name,
+		completionArgs: o.CompletionArgs,
 		// NewMessageService, unlike NewClient, adds no defaults read from
 		// the environment or a profile on disk.
 		messages: asdk.NewMessageService(reqOpts...),
@@ -140,17 +82,15 @@ func New(opts ...Option) (*Provider, error) {
 	}, nil
 }
 
+// withHTTPClient is option.WithHTTPClient for an *http.Client.
+func withHTTPClient(c *http.Client) option.RequestOption { return option.WithHTTPClient(c) }
+
 // Factory returns an [llm.ProviderFactory] that builds a Provider from a
 // resolved [llm.ProviderConfig] (its base URL, key, name and completion
 // args), then applies opts.
 func Factory(opts ...Option) llm.ProviderFactory {
 	return func(pc llm.ProviderConfig) (llm.Provider, error) {
-		return New(append([]Option{
-			WithName(pc.Provider),
-			WithBaseURL(pc.BaseURL),
-			WithAPIKey(pc.APIKey),
-			WithCompletionArgs(pc.CompletionArgs),
-		}, opts...)...)
+		return New(append([]Option{endpoint.FromConfig[options](pc)}, opts...)...)
 	}
 }
 

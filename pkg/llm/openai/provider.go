@@ -2,16 +2,14 @@ package openai
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"net/http"
-	"net/url"
 
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/param"
 
 	"github.com/bubbus/bub/pkg/llm"
+	"github.com/bubbus/bub/pkg/llm/internal/endpoint"
 )
 
 // Option configures a [Provider].
@@ -19,75 +17,32 @@ type Option func(*options) error
 
 // options are what New builds a Provider from.
 type options struct {
-	name           string
-	baseURL        string
-	apiKey         llm.Secret
-	httpClient     *http.Client
-	maxRetries     *int
-	completionArgs map[string]any
-	maxTokensKey   string
+	endpoint.Options
+	maxTokensKey string
 }
 
 // WithBaseURL sets the API base URL, e.g. "http://127.0.0.1:8000/v1"
 // (default [llm.OpenAIBaseURL]).
-func WithBaseURL(base string) Option {
-	return func(o *options) error {
-		u, err := url.Parse(base)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("openai: base URL %q is not an http(s) URL", base)
-		}
-		o.baseURL = base
-		return nil
-	}
-}
+func WithBaseURL(base string) Option { return endpoint.BaseURL[options](base) }
 
 // WithAPIKey sets the bearer key; without one no Authorization header is
 // sent (fine for local servers).
-func WithAPIKey(key llm.Secret) Option {
-	return func(o *options) error {
-		o.apiKey = key
-		return nil
-	}
-}
+func WithAPIKey(key llm.Secret) Option { return endpoint.APIKey[options](key) }
 
 // WithName sets the provider name reported in errors (default "openai").
-func WithName(name string) Option {
-	return func(o *options) error {
-		o.name = name
-		return nil
-	}
-}
+func WithName(name string) Option { return endpoint.Name[options](name) }
 
 // WithHTTPClient sets the HTTP client (default http.DefaultClient).
-func WithHTTPClient(c *http.Client) Option {
-	return func(o *options) error {
-		if c == nil {
-			return errors.New("openai: nil HTTP client")
-		}
-		o.httpClient = c
-		return nil
-	}
-}
+func WithHTTPClient(c *http.Client) Option { return endpoint.HTTPClient[options](c) }
 
 // WithMaxRetries sets how often the SDK retries a connection error, 408,
 // 409, 429 or 5xx before the first byte (SDK default 2; 0 disables).
-func WithMaxRetries(n int) Option {
-	return func(o *options) error {
-		if n < 0 {
-			return fmt.Errorf("openai: max retries must not be negative, got %d", n)
-		}
-		o.maxRetries = &n
-		return nil
-	}
-}
+func WithMaxRetries(n int) Option { return endpoint.MaxRetries[options](n) }
 
 // WithCompletionArgs sets extra request fields, merged under the managed
 // ones (see [Provider.Complete]).
 func WithCompletionArgs(args map[string]any) Option {
-	return func(o *options) error {
-		o.completionArgs = args
-		return nil
-	}
+	return endpoint.CompletionArgs[options](args)
 }
 
 // WithMaxCompletionTokens sends the token limit as max_completion_tokens,
@@ -114,25 +69,14 @@ var _ llm.Provider = (*Provider)(nil)
 // New returns a provider for the endpoint the options describe. It never
 // reads OPENAI_* environment variables: everything comes from options.
 func New(opts ...Option) (*Provider, error) {
-	o := options{name: "openai", baseURL: llm.OpenAIBaseURL, maxTokensKey: keyMaxTokens}
-	for _, opt := range opts {
-		if err := opt(&o); err != nil {
-			return nil, err
-		}
+	o := options{endpoint.Options{Pkg: "openai", Name: "openai", BaseURL: llm.OpenAIBaseURL}, keyMaxTokens}
+	if err := endpoint.Apply(&o, opts); err != nil {
+		return nil, err
 	}
-	reqOpts := []option.RequestOption{option.WithBaseURL(o.baseURL)}
-	if o.apiKey != "" {
-		reqOpts = append(reqOpts, option.WithAPIKey(string(o.apiKey)))
-	}
-	if o.httpClient != nil {
-		reqOpts = append(reqOpts, option.WithHTTPClient(o.httpClient))
-	}
-	if o.maxRetries != nil {
-		reqOpts = append(reqOpts, option.WithMaxRetries(*o.maxRetries))
-	}
+	reqOpts := endpoint.RequestOptions(&o.Options, o.BaseURL, option.WithBaseURL, option.WithAPIKey, withHTTPClient, option.WithMaxRetries)
 	return &Provider{
-		name:           o.name,
-		completionArgs: o.completionArgs,
+		name:           o.Name,
+		completionArgs: o.CompletionArgs,
 		maxTokensKey:   o.maxTokensKey,
 		// NewChatCompletionService, unlike NewClient, adds no defaults
 		// read from the environment.
@@ -140,17 +84,15 @@ func New(opts ...Option) (*Provider, error) {
 	}, nil
 }
 
+// withHTTPClient is option.WithHTTPClient for an *http.Client.
+func withHTTPClient(c *http.Client) option.RequestOption { return option.WithHTTPClient(c) }
+
 // Factory returns an [llm.ProviderFactory] that builds a Provider from a
 // resolved [llm.ProviderConfig] (its base URL, key, name and completion
 // args), then applies opts. OpenAI's own API gets max_completion_tokens.
 func Factory(opts ...Option) llm.ProviderFactory {
 	return func(pc llm.ProviderConfig) (llm.Provider, error) {
-		base := []Option{
-			WithName(pc.Provider),
-			WithBaseURL(pc.BaseURL),
-			WithAPIKey(pc.APIKey),
-			WithCompletionArgs(pc.CompletionArgs),
-		}
+		base := []Option{endpoint.FromConfig[options](pc)}
 		if pc.BaseURL == llm.OpenAIBaseURL {
 			base = append(base, WithMaxCompletionTokens())
 		}

@@ -1,0 +1,50 @@
+package endpoint
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/bubbus/bub/pkg/llm"
+)
+
+type opts struct{ Options }
+
+func TestOptionErrorsNameThePackage(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opt  func(*opts) error
+		want string
+	}{
+		{"relative base", BaseURL[opts]("/v1"), `p: base URL "/v1" is not an http(s) URL`},
+		{"ftp base", BaseURL[opts]("ftp://h/"), `p: base URL "ftp://h/" is not an http(s) URL`},
+		{"nil client", HTTPClient[opts](nil), "p: nil HTTP client"},
+		{"negative retries", MaxRetries[opts](-1), "p: max retries must not be negative, got -1"},
+		{"config base", FromConfig[opts](llm.ProviderConfig{Provider: "x", BaseURL: "h:80"}), `p: base URL "h:80" is not an http(s) URL`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := opts{Options{Pkg: "p"}}
+			if err := tc.opt(&o); err == nil || err.Error() != tc.want {
+				t.Errorf("error = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestFromConfigAndRequestOptions(t *testing.T) {
+	o := opts{Options{Pkg: "p"}}
+	pc := llm.ProviderConfig{Provider: "vllm", BaseURL: "http://127.0.0.1:8000/v1", APIKey: "k", CompletionArgs: map[string]any{"top_k": 3}}
+	if err := Apply(&o, []func(*opts) error{FromConfig[opts](pc), MaxRetries[opts](0)}); err != nil {
+		t.Fatal(err)
+	}
+	if o.Name != "vllm" || o.BaseURL != pc.BaseURL || o.APIKey != "k" || o.CompletionArgs["top_k"] != 3 || *o.MaxRetries != 0 {
+		t.Fatalf("options = %+v", o.Options)
+	}
+	str := func(k string) func(string) string { return func(v string) string { return k + "=" + v } }
+	got := RequestOptions(&o.Options, "B", str("base"), str("key"),
+		func(*http.Client) string { return "client" }, func(n int) string { return "retries=" + strconv.Itoa(n) })
+	if want := "base=B key=k retries=0"; strings.Join(got, " ") != want {
+		t.Errorf("request options = %q, want %q (no client when none is set)", got, want)
+	}
+}
