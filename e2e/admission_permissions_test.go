@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -143,8 +145,27 @@ func TestServiceRolesDoTheirJobs(t *testing.T) {
 	waitHTTP(t, web+"/readyz", 30*time.Second)
 	procs = append(procs, start(t, "worker", as("worker"), "--workspace", t.TempDir()), start(t, "recorder", as("recorder")))
 
-	if status, r := post(t, web, map[string]any{"content": "hello with least privilege", "session_id": "perm"}, "30s"); status != 200 || len(r.Outbounds) != 1 {
-		t.Fatalf("turn: %d %+v", status, r)
+	first := map[string]any{"id": "perm-1", "content": "hello with least privilege", "session_id": "perm"}
+	status, answered := post(t, web, first, "30s")
+	if status != 200 || len(answered.Outbounds) != 1 {
+		t.Fatalf("turn: %d %+v", status, answered)
+	}
+	// A retry reads the turn's done marker and its stored reply as ingress.
+	if status, r := post(t, web, first, "30s"); status != 200 || len(r.Outbounds) != 1 || r.Outbounds[0].Content != answered.Outbounds[0].Content {
+		t.Fatalf("retry: %d %+v, want the original reply %+v", status, r, answered)
+	}
+	// The web console's read API, each as ingress (the hook report is
+	// answered by the worker with its own user).
+	for _, path := range []string{"/v1/hooks", "/v1/status", "/v1/sessions", "/v1/sessions/perm/tape"} {
+		resp, err := http.Get(web + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("GET %s: %d %s", path, resp.StatusCode, body)
+		}
 	}
 	done := make(chan reply, 1)
 	go func() {
