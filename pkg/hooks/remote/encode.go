@@ -87,11 +87,7 @@ func appendValue(b []byte, v any) ([]byte, error) {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return nil, fmt.Errorf("unsupported number %v", v)
 		}
-		format := byte('f')
-		if abs := math.Abs(v); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-			format = 'e'
-		}
-		return strconv.AppendFloat(b, v, format, -1, 64), nil
+		return jsonesc.AppendFloat(b, v), nil
 	case int:
 		return strconv.AppendInt(b, int64(v), 10), nil
 	case int64:

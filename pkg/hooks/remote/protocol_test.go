@@ -14,7 +14,7 @@ import (
 // TestRequestWire pins the bytes of a request: members in the order of
 // the docs, state keys sorted, no call_id for a command, <, > and & as
 // they are, U+2028 and invalid UTF-8 escaped, numbers as strconv writes them
-// (1.5e-09, where encoding/json writes 1.5e-9; both read the same).
+// (1.5e-9, where encoding/json writes 1.5e-9; both read the same).
 func TestRequestWire(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -27,7 +27,7 @@ func TestRequestWire(t *testing.T) {
 			Input: BeforeToolCallInput{Call: tools.Call{RunID: "01JD", Tool: "bash", CallID: "call_1",
 				Arguments: map[string]any{"cmd": "ls <a> && echo \"\u2028\xff\t\""}}},
 		}, `{"hook":"before_tool_call","run_id":"01JD","session_id":"telegram:42",` +
-			`"state":{"model":"openai:gpt-4o","n":[1,1.5e-09,1e+21,null,true],"session_id":"telegram:42"},` +
+			`"state":{"model":"openai:gpt-4o","n":[1,1.5e-9,1e+21,null,true],"session_id":"telegram:42"},` +
 			`"input":{"call":{"run_id":"01JD","tool":"bash","arguments":{"cmd":"ls <a> && echo \"\u2028\ufffd\t\""},"call_id":"call_1"}}}`},
 		{"command", Request[BeforeToolCallInput]{Hook: hooks.HookBeforeToolCall, Input: BeforeToolCallInput{Call: tools.Call{Tool: "bash"}}},
 			`{"hook":"before_tool_call","run_id":"","session_id":"","state":null,"input":{"call":{"run_id":"","tool":"bash","arguments":null}}}`},

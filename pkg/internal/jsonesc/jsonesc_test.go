@@ -65,3 +65,16 @@ func FuzzAppend(f *testing.F) {
 		}
 	})
 }
+
+// TestAppendFloat: the bytes encoding/json writes for a float64.
+func TestAppendFloat(t *testing.T) {
+	for _, f := range []float64{0, 1, -2, 0.5, 1.5e-9, 1e-7, 1e-6, 123456789, 1e20, 1e21, -3.25e300, 5e-324} {
+		want, err := json.Marshal(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := jsonesc.AppendFloat(nil, f); string(got) != string(want) {
+			t.Errorf("AppendFloat(%v) = %s, want %s", f, got, want)
+		}
+	}
+}
