@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -125,5 +126,38 @@ func TestExecRefusesBeforeRunning(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("usage lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// TestStopWhileStartingIsNotAFailure: a service whose start-up is cut
+// short by its context (SIGTERM before it serves) returns its wrapped
+// context.Canceled; the shell reports that as a clean stop. Any other
+// error after the stop, and a cancellation without a stop, still fail.
+func TestStopWhileStartingIsNotAFailure(t *testing.T) {
+	srv := natstest.Start(t)
+	vars := env(map[string]string{"BUB_NATS_URL": srv.URL})
+	spec := func(fail func(ctx context.Context) error) func(service.Env) service.Spec {
+		return func(service.Env) service.Spec {
+			return service.Spec{Name: "probe", Short: "A probe service", Run: func(ctx context.Context, _ *service.Conn, _ string, _ *slog.Logger) error {
+				return fail(ctx)
+			}}
+		}
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	startup := spec(func(ctx context.Context) error {
+		cancel()
+		return fmt.Errorf("opening runtime scope: creating bucket: %w", ctx.Err())
+	})
+	if err := service.Exec(ctx, nil, vars, &bytes.Buffer{}, &bytes.Buffer{}, startup); err != nil {
+		t.Errorf("stopped while starting: %v, want a clean stop", err)
+	}
+	ctx, cancel = context.WithCancel(t.Context())
+	broken := spec(func(context.Context) error { cancel(); return errors.New("bucket has the wrong settings") })
+	if err := service.Exec(ctx, nil, vars, &bytes.Buffer{}, &bytes.Buffer{}, broken); err == nil {
+		t.Error("a failure that is not the stop was swallowed")
+	}
+	unasked := spec(func(context.Context) error { return fmt.Errorf("calling: %w", context.Canceled) })
+	if err := service.Exec(t.Context(), nil, vars, &bytes.Buffer{}, &bytes.Buffer{}, unasked); err == nil {
+		t.Error("a cancellation without a stop was swallowed")
 	}
 }

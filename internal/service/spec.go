@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -95,5 +96,12 @@ func Run(ctx context.Context, common *cli.Common, s Spec, getenv cli.Getenv, std
 		return err
 	}
 	defer conn.Close()
-	return s.Run(ctx, conn, cli.Instance(getenv), log)
+	err = s.Run(ctx, conn, cli.Instance(getenv), log)
+	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		// Stopped (SIGTERM, Ctrl-C) before it was serving: a stop, not a
+		// failure.
+		log.Info(s.Name+".stopped_while_starting", "err", err)
+		return nil
+	}
+	return err
 }
