@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/bubbus/bub/internal/service"
 	"github.com/bubbus/bub/pkg/events"
 	"github.com/bubbus/bub/pkg/hooks/interceptor"
 	"github.com/bubbus/bub/pkg/hooks/remote"
@@ -79,9 +80,31 @@ type Workers struct {
 	WaitingPulls int `json:"waiting_pulls"`
 	// RunningTurns are the live run keys of the turn registry by owner.
 	RunningTurns map[string]int `json:"running_turns"`
+	// Instances are the running worker instances, found by NATS micro
+	// discovery of the <prefix>-worker service.
+	Instances []WorkerInstance `json:"instances"`
 	// Recent are the worker instances seen in the newest lifecycle events.
 	Recent       []WorkerSeen `json:"recent"`
 	ScannedEvent int          `json:"scanned_events"`
+}
+
+// WorkerInstance is one running worker instance as NATS micro discovery
+// shows it.
+type WorkerInstance struct {
+	// Instance is the worker's BUB_INSTANCE, its owner name in the turn
+	// registry; ID is its NATS micro id.
+	Instance string    `json:"instance"`
+	ID       string    `json:"id"`
+	Version  string    `json:"version"`
+	Started  time.Time `json:"started"`
+	WorkerLoad
+}
+
+// WorkerLoad is the details of a worker's status endpoint (see
+// service.Status): the turns it runs now and at most.
+type WorkerLoad struct {
+	RunningTurns int `json:"running_turns"`
+	Concurrency  int `json:"concurrency"`
 }
 
 // WorkerSeen is one worker instance seen in the newest lifecycle events.
@@ -177,6 +200,7 @@ func Collect(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, n subje
 		}
 	}
 	st.Workers.RunningTurns = runningTurns(ctx, js, n, fail)
+	st.Workers.Instances = discoverWorkers(ctx, nc, n, fail)
 	st.Interceptors = discoverInterceptors(ctx, nc, n, fail)
 	return st
 }
@@ -357,6 +381,39 @@ func discoverInterceptors(ctx context.Context, nc *nats.Conn, n subjects.Names, 
 	}
 	slices.SortFunc(out, func(a, b Interceptor) int {
 		return cmp.Or(cmp.Compare(a.Service, b.Service), cmp.Compare(a.ID, b.ID))
+	})
+	return out
+}
+
+// discoverWorkers asks every instance of the deployment's worker service
+// (subjects.Names.Service) for its statistics ($SRV.STATS) and returns
+// them by instance, with the load of their status endpoint's data.
+func discoverWorkers(ctx context.Context, nc *nats.Conn, n subjects.Names, fail func(string, error)) []WorkerInstance {
+	replies, err := remote.Discover(ctx, nc, micro.StatsVerb, n.Service("worker"), time.Second, discoveryWait)
+	if err != nil {
+		fail("worker discovery", err)
+	}
+	out := []WorkerInstance{}
+	for _, raw := range replies {
+		var s micro.Stats
+		if err := json.Unmarshal(raw, &s); err != nil || s.ID == "" {
+			fail("worker discovery", fmt.Errorf("a reply that is no NATS micro stats: %.200q", raw))
+			continue
+		}
+		w := WorkerInstance{Instance: s.Metadata[service.MetadataInstance], ID: s.ID, Version: s.Version, Started: s.Started}
+		for _, ep := range s.Endpoints {
+			var st service.Status
+			if ep.Name != service.StatusEndpoint || json.Unmarshal(ep.Data, &st) != nil {
+				continue
+			}
+			if err := json.Unmarshal(st.Details, &w.WorkerLoad); len(st.Details) > 0 && err != nil {
+				fail("worker "+w.Instance, fmt.Errorf("status details: %w", err))
+			}
+		}
+		out = append(out, w)
+	}
+	slices.SortFunc(out, func(a, b WorkerInstance) int {
+		return cmp.Or(cmp.Compare(a.Instance, b.Instance), cmp.Compare(a.ID, b.ID))
 	})
 	return out
 }
