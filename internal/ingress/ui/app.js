@@ -303,7 +303,7 @@ function loadStatus() {
 }
 
 const readStatus = guarded(async () => {
-  const st = await api("/v1/status?recent=500");
+  const st = await api("/v1/status");
   const box = $("#status");
   const rec = st.recorder;
   const running = Object.values(st.workers.running_turns || {}).reduce((a, b) => a + b, 0);
@@ -321,7 +321,7 @@ const readStatus = guarded(async () => {
       ? table([["worker", (w) => w.instance], ["version", (w) => w.version], ["running", (w) => w.running_turns, 1],
         ["concurrency", (w) => w.concurrency, 1], ["up since", (w) => ago(w.started)]], st.workers.instances)
       : el("div", { class: "muted" }, "no worker running"),
-    el("div", {}, `running turns: ${running} · pulls waiting: ${st.workers.waiting_pulls} · active in recent events: ${(st.workers.recent || []).map((w) => `${w.instance} (${w.runs} runs)`).join(", ") || "none"}`),
+    el("div", {}, `running turns (turn registry): ${running} · pulls waiting: ${st.workers.waiting_pulls}`),
     el("div", { class: rec && rec.lag > 0 ? "lag-bad" : "" },
       rec ? `recorder lag: ${rec.lag} events (${rec.pending} not delivered, ${rec.ack_pending} held)` : "no recorder consumer"),
     el("h3", {}, "Dead letters"),
