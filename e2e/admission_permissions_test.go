@@ -18,7 +18,7 @@ import (
 
 	"github.com/bubbus/bub/internal/fakellm"
 	"github.com/bubbus/bub/internal/natstest"
-	"github.com/bubbus/bub/internal/service"
+	bubstatus "github.com/bubbus/bub/internal/status"
 	"github.com/bubbus/bub/pkg/hooks/remote"
 	"github.com/bubbus/bub/pkg/subjects"
 )
@@ -193,7 +193,7 @@ func TestServiceRolesDoTheirJobs(t *testing.T) {
 		if err := json.Unmarshal(raw[0], &stats); err != nil {
 			t.Fatal(err)
 		}
-		msg, err := admin.Request(subjects.Default().ServiceStatus(svc, stats.Metadata[service.MetadataInstance]), nil, 5*time.Second)
+		msg, err := admin.Request(subjects.Default().ServiceStatus(svc, stats.Metadata[bubstatus.MetadataInstance]), nil, 5*time.Second)
 		if err != nil || !strings.Contains(string(msg.Data), figure) {
 			t.Errorf("status of bub-%s: %v, want its %s", svc, err, figure)
 		}

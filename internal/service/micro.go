@@ -11,42 +11,14 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/bubbus/bub/internal/cli"
+	"github.com/bubbus/bub/internal/status"
 	"github.com/bubbus/bub/pkg/subjects"
 )
-
-// NATS micro metadata keys of a Bub service (see [Conn.Announce]).
-const (
-	// MetadataService is the service (worker, ingress, recorder, gateway).
-	MetadataService = "dev.bub.service"
-	// MetadataInstance is the instance (BUB_INSTANCE), which also names
-	// the instance in CloudEvent sources and the turn registry.
-	MetadataInstance = "dev.bub.instance"
-	// MetadataPrefix is the deployment's subject prefix (BUB_PREFIX).
-	MetadataPrefix = "dev.bub.prefix"
-	// MetadataBuild is the build's module version as `bub` reports it
-	// ([cli.Version]); the micro version is its semantic form.
-	MetadataBuild = "dev.bub.build"
-)
-
-// StatusEndpoint is the name of the status endpoint of a Bub service.
-const StatusEndpoint = "status"
-
-// Status is what the status endpoint of a service instance answers, and
-// the data of that endpoint in the instance's $SRV.STATS reply.
-type Status struct {
-	Service  string    `json:"service"`
-	Instance string    `json:"instance"`
-	Version  string    `json:"version"`
-	Started  time.Time `json:"started"`
-	// Details are the service's own figures ([Conn.ReportStatus]), absent
-	// until it reports them.
-	Details json.RawMessage `json:"details,omitempty"`
-}
 
 // announcement is the micro service of a Conn and its status.
 type announcement struct {
 	svc    micro.Service
-	status Status
+	status status.ServiceStatus
 	mu     sync.Mutex
 	report func() any
 }
@@ -67,7 +39,8 @@ func MicroVersion(v string) string {
 // metadata naming the service, instance and prefix, and a status endpoint
 // on subjects.Names.ServiceStatus, its own subject, in a queue group of
 // its own (<name>-<instance>), so each instance is reachable alone; NATS micro adds PING, INFO and
-// STATS, whose status-endpoint data is the instance's [Status]. `nats
+// STATS, whose status-endpoint data is the instance's
+// [status.ServiceStatus]. `nats
 // micro ls` then lists it, and `bub status` finds it. [Conn.Close] stops
 // it before draining. A Conn announces at most once.
 func (c *Conn) Announce(service, instance string) error {
@@ -75,21 +48,21 @@ func (c *Conn) Announce(service, instance string) error {
 		return fmt.Errorf("service %s: already announced as %s", service, c.micro.status.Service)
 	}
 	build := cli.Version()
-	a := &announcement{status: Status{Service: service, Instance: instance, Version: build, Started: time.Now().UTC()}}
+	a := &announcement{status: status.ServiceStatus{Service: service, Instance: instance, Version: build, Started: time.Now().UTC()}}
 	svc, err := micro.AddService(c.NC, micro.Config{
 		Name:        c.Names.Service(service),
 		Version:     MicroVersion(build),
 		Description: "Bub " + service,
 		Metadata: map[string]string{
-			MetadataService: service, MetadataInstance: instance,
-			MetadataPrefix: c.Names.Prefix(), MetadataBuild: build,
+			status.MetadataService: service, status.MetadataInstance: instance,
+			status.MetadataPrefix: c.Names.Prefix(), status.MetadataBuild: build,
 		},
 		StatsHandler: func(*micro.Endpoint) any { return a.current() },
 	})
 	if err != nil {
 		return fmt.Errorf("service %s: NATS micro: %w", service, err)
 	}
-	err = svc.AddEndpoint(StatusEndpoint, micro.HandlerFunc(a.answer),
+	err = svc.AddEndpoint(status.Endpoint, micro.HandlerFunc(a.answer),
 		micro.WithEndpointSubject(c.Names.ServiceStatus(service, instance)),
 		micro.WithEndpointQueueGroup(c.Names.Service(service)+"-"+subjects.Token(instance)))
 	if err != nil {
@@ -101,7 +74,7 @@ func (c *Conn) Announce(service, instance string) error {
 }
 
 // ReportStatus sets the function whose result (encoded as JSON) is the
-// Details of the announced service's [Status]; it is called for every
+// Details of the announced service's [status.ServiceStatus]; it is called for every
 // status request, concurrently with the service. Without an announcement
 // it does nothing.
 func (c *Conn) ReportStatus(report func() any) {
@@ -114,7 +87,7 @@ func (c *Conn) ReportStatus(report func() any) {
 }
 
 // current returns the status now.
-func (a *announcement) current() Status {
+func (a *announcement) current() status.ServiceStatus {
 	st := a.status
 	a.mu.Lock()
 	report := a.report

@@ -13,6 +13,7 @@ import (
 	"github.com/bubbus/bub/internal/cli"
 	"github.com/bubbus/bub/internal/natstest"
 	"github.com/bubbus/bub/internal/service"
+	"github.com/bubbus/bub/internal/status"
 	"github.com/bubbus/bub/pkg/hooks/remote"
 	"github.com/bubbus/bub/pkg/subjects"
 )
@@ -76,12 +77,12 @@ func TestRunAnnouncesTheService(t *testing.T) {
 		t.Fatalf("discovered %+v, want one blue-probe", infos)
 	}
 	in := infos[0]
-	if in.Version != version || in.Metadata[service.MetadataInstance] != "probe.1" || in.Metadata[service.MetadataService] != "probe" ||
-		in.Metadata[service.MetadataPrefix] != "blue" || in.Metadata[service.MetadataBuild] != cli.Version() || in.ID == "" {
+	if in.Version != version || in.Metadata[status.MetadataInstance] != "probe.1" || in.Metadata[status.MetadataService] != "probe" ||
+		in.Metadata[status.MetadataPrefix] != "blue" || in.Metadata[status.MetadataBuild] != cli.Version() || in.ID == "" {
 		t.Errorf("info %+v: want version %s and the metadata of instance probe.1", in, version)
 	}
 	statusSubj := names.ServiceStatus("probe", "probe.1")
-	if len(in.Endpoints) != 1 || in.Endpoints[0].Name != service.StatusEndpoint || in.Endpoints[0].Subject != statusSubj {
+	if len(in.Endpoints) != 1 || in.Endpoints[0].Name != status.Endpoint || in.Endpoints[0].Subject != statusSubj {
 		t.Errorf("endpoints %+v, want status on %s", in.Endpoints, statusSubj)
 	}
 	if got := discover(t, srv, "bub-probe"); len(got) != 0 {
@@ -92,7 +93,7 @@ func TestRunAnnouncesTheService(t *testing.T) {
 	if err != nil {
 		t.Fatalf("status request: %v", err)
 	}
-	var st service.Status
+	var st status.ServiceStatus
 	if err := json.Unmarshal(msg.Data, &st); err != nil {
 		t.Fatalf("status %s: %v", msg.Data, err)
 	}
@@ -109,7 +110,7 @@ func TestRunAnnouncesTheService(t *testing.T) {
 	if err := json.Unmarshal(raw[0], &stats); err != nil || len(stats.Endpoints) != 1 {
 		t.Fatalf("stats %s: %v", raw[0], err)
 	}
-	var data service.Status
+	var data status.ServiceStatus
 	if err := json.Unmarshal(stats.Endpoints[0].Data, &data); err != nil || data.Instance != "probe.1" || string(data.Details) != `{"answered":42}` {
 		t.Errorf("the status endpoint's STATS data %s: %v", stats.Endpoints[0].Data, err)
 	}

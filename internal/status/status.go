@@ -14,7 +14,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 
-	"github.com/bubbus/bub/internal/service"
 	"github.com/bubbus/bub/pkg/hooks/interceptor"
 	"github.com/bubbus/bub/pkg/hooks/remote"
 	"github.com/bubbus/bub/pkg/subjects"
@@ -95,8 +94,8 @@ type WorkerInstance struct {
 	WorkerLoad
 }
 
-// WorkerLoad is the details of a worker's status endpoint (see
-// service.Status): the turns it runs now and at most.
+// WorkerLoad is the details of a worker's [ServiceStatus]: the turns it
+// runs now and at most.
 type WorkerLoad struct {
 	RunningTurns int `json:"running_turns"`
 	Concurrency  int `json:"concurrency"`
@@ -313,10 +312,10 @@ func discoverWorkers(ctx context.Context, nc *nats.Conn, n subjects.Names, fail 
 			fail("worker discovery", fmt.Errorf("a reply that is no NATS micro stats: %.200q", raw))
 			continue
 		}
-		w := WorkerInstance{Instance: s.Metadata[service.MetadataInstance], ID: s.ID, Version: s.Version, Started: s.Started}
+		w := WorkerInstance{Instance: s.Metadata[MetadataInstance], ID: s.ID, Version: s.Version, Started: s.Started}
 		for _, ep := range s.Endpoints {
-			var st service.Status
-			if ep.Name != service.StatusEndpoint || json.Unmarshal(ep.Data, &st) != nil {
+			var st ServiceStatus
+			if ep.Name != Endpoint || json.Unmarshal(ep.Data, &st) != nil {
 				continue
 			}
 			if err := json.Unmarshal(st.Details, &w.WorkerLoad); len(st.Details) > 0 && err != nil {
