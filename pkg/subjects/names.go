@@ -166,12 +166,6 @@ func (n Names) ServiceStatus(service, instance string) string {
 	return n.subj("service", Token(service), Token(instance), "status")
 }
 
-// ServiceStatusOf matches the status endpoint of every instance of a
-// service: bub.service.<service>.*.status.
-func (n Names) ServiceStatusOf(service string) string {
-	return n.subj("service", Token(service), "*", "status")
-}
-
 // DLQ is the dead-letter subject for reason: bub.dlq.<reason>.
 func (n Names) DLQ(reason string) string { return n.subj("dlq", Token(reason)) }
 
