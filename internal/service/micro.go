@@ -37,12 +37,12 @@ func MicroVersion(v string) string {
 // Announce registers the NATS micro service of service's instance on c:
 // name <prefix>-<service> (subjects.Names.Service), the build's version,
 // metadata naming the service, instance and prefix, and a status endpoint
-// on subjects.Names.ServiceStatus, its own subject, in a queue group of
-// its own (<name>-<instance>), so each instance is reachable alone; NATS micro adds PING, INFO and
-// STATS, whose status-endpoint data is the instance's
-// [status.ServiceStatus]. `nats
-// micro ls` then lists it, and `bub status` finds it. [Conn.Close] stops
-// it before draining. A Conn announces at most once.
+// on the instance's own subject (subjects.Names.ServiceStatus) in a queue
+// group of its own (<name>-<instance>), so each instance is reachable
+// alone. NATS micro adds PING, INFO and STATS; the status endpoint's data
+// in STATS is the instance's [status.ServiceStatus] too. `nats micro ls`
+// then lists it and `bub status` finds it. [Conn.Close] stops it before
+// draining. A Conn announces at most once.
 func (c *Conn) Announce(service, instance string) error {
 	if c.micro != nil {
 		return fmt.Errorf("service %s: already announced as %s", service, c.micro.status.Service)
@@ -74,9 +74,9 @@ func (c *Conn) Announce(service, instance string) error {
 }
 
 // ReportStatus sets the function whose result (encoded as JSON) is the
-// Details of the announced service's [status.ServiceStatus]; it is called for every
-// status request, concurrently with the service. Without an announcement
-// it does nothing.
+// Details of the announced service's [status.ServiceStatus]; it is called
+// for every status and STATS request, concurrently with the service.
+// Without an announcement it does nothing.
 func (c *Conn) ReportStatus(report func() any) {
 	if c.micro == nil {
 		return
