@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -13,9 +14,12 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
 
 	"github.com/bubbus/bub/internal/fakellm"
 	"github.com/bubbus/bub/internal/natstest"
+	bubstatus "github.com/bubbus/bub/internal/status"
+	"github.com/bubbus/bub/pkg/hooks/remote"
 	"github.com/bubbus/bub/pkg/subjects"
 )
 
@@ -129,7 +133,8 @@ func TestObserverCannotPublishInbound(t *testing.T) {
 // TestServiceRolesDoTheirJobs runs ingress, a worker and the recorder as
 // processes, each with its own user from the deployment config, through
 // a plain turn and a steering message into a running turn; no service
-// hits a permissions violation and the tape is written.
+// hits a permissions violation, each answers NATS micro discovery and its
+// status endpoint, and the tape is written.
 func TestServiceRolesDoTheirJobs(t *testing.T) {
 	srv := startDeployServer(t)
 	fake, base := fakellm.Start(t, fakellm.Script{Steps: []fakellm.Step{
@@ -165,6 +170,32 @@ func TestServiceRolesDoTheirJobs(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != 200 {
 			t.Errorf("GET %s: %d %s", path, resp.StatusCode, body)
+		}
+		var st struct {
+			Workers struct {
+				Instances []struct{ Instance string } `json:"instances"`
+			} `json:"workers"`
+		}
+		if path == "/v1/status" && (json.Unmarshal(body, &st) != nil || len(st.Workers.Instances) != 1) {
+			t.Errorf("GET /v1/status lists the workers %+v, want the one running (NATS micro discovery as ingress): %s", st.Workers.Instances, body)
+		}
+	}
+	// Each service is a NATS micro service answering under its own user:
+	// STATS, and its status endpoint with the service's own figure.
+	admin, _ := asRole(t, srv, "admin")
+	for svc, figure := range map[string]string{"ingress": `"http"`, "worker": `"concurrency"`, "recorder": `"lag"`} {
+		raw, err := remote.Discover(t.Context(), admin, micro.StatsVerb, "bub-"+svc, 5*time.Second, 300*time.Millisecond)
+		if err != nil || len(raw) != 1 {
+			t.Errorf("$SRV.STATS.bub-%s: %v, %d replies, want 1", svc, err, len(raw))
+			continue
+		}
+		var stats micro.Stats
+		if err := json.Unmarshal(raw[0], &stats); err != nil {
+			t.Fatal(err)
+		}
+		msg, err := admin.Request(subjects.Default().ServiceStatus(svc, stats.Metadata[bubstatus.MetadataInstance]), nil, 5*time.Second)
+		if err != nil || !strings.Contains(string(msg.Data), figure) {
+			t.Errorf("status of bub-%s: %v, want its %s", svc, err, figure)
 		}
 	}
 	done := make(chan reply, 1)

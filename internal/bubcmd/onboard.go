@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -59,7 +58,7 @@ or Ctrl-C aborts and writes nothing.`,
 				answers.Fallback = prompt.NewInteractive(cmd.InOrStdin(), out)
 			}
 			path := config.Path(home)
-			fmt.Fprintf(out, "Bub %s onboarding: the answers will be saved to %s.\n", version(), path)
+			fmt.Fprintf(out, "Bub %s onboarding: the answers will be saved to %s.\n", cli.Version(), path)
 			cfg, err := onboard(cmd.Context(), hooks.OnboardConfigInput{Current: map[string]any{}, Prompter: answers})
 			switch {
 			case errors.Is(err, prompt.ErrAborted):
@@ -113,13 +112,4 @@ func onboardAnswers(in io.Reader, from string, sets []string) (map[string]string
 		values[k] = v
 	}
 	return values, nil
-}
-
-// version is the main module's version from the build information,
-// "(devel)" for a local build.
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
 }

@@ -20,27 +20,26 @@ func newStatus(env *Env) *cobra.Command {
 	getenv := env.Getenv
 	var common cli.Common
 	var asJSON bool
-	var recent int
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show streams, consumers, workers, interceptors and recorder lag",
 		Long: `Prints the state of a Bub deployment as NATS sees it: every Bub stream
 with its message count, every consumer with pending and ack-pending counts,
-the workers (turns running in the turn registry, pull requests waiting on
-the shared consumer, and the worker instances seen in the newest lifecycle
-events), the interceptor services discovered through NATS micro with their
+the workers (each running instance found through NATS micro discovery of
+the <prefix>-worker service, with its version, running turns and uptime;
+turns running in the turn registry and pull requests waiting on the
+shared consumer), the interceptor services discovered through NATS micro with their
 request statistics, the recorder's lag and the dead letters by reason.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withClient(cmd.Context(), &common, getenv, func(ctx context.Context, c *client) error {
-				st := status.Collect(ctx, c.conn.NC, c.conn.JS, c.conn.Names, recent)
+				st := status.Collect(ctx, c.conn.NC, c.conn.JS, c.conn.Names)
 				return printReport(cmd.OutOrStdout(), asJSON, st, printStatus)
 			})
 		},
 	}
 	common.Bind(cmd.Flags(), getenv)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
-	cmd.Flags().IntVar(&recent, "recent", 1000, "how many of the newest lifecycle events to scan for active workers")
 	return cmd
 }
 
@@ -69,7 +68,17 @@ func printStatus(w io.Writer, st *status.Status) {
 	}
 	_ = tw.Flush()
 
-	fmt.Fprintln(w, "\nWORKERS")
+	fmt.Fprintln(w, "\nWORKERS (NATS micro)")
+	if len(st.Workers.Instances) == 0 {
+		fmt.Fprintln(w, "  none running")
+	} else {
+		tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  INSTANCE\tVERSION\tRUNNING\tCONCURRENCY\tUP\t")
+		for _, wi := range st.Workers.Instances {
+			fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%s\t\n", wi.Instance, wi.Version, wi.RunningTurns, wi.Concurrency, since(wi.Started))
+		}
+		_ = tw.Flush()
+	}
 	running := 0
 	for _, v := range st.Workers.RunningTurns {
 		running += v
@@ -79,15 +88,6 @@ func printStatus(w io.Writer, st *status.Status) {
 		fmt.Fprintf(w, "  %s=%d", owner, st.Workers.RunningTurns[owner])
 	}
 	fmt.Fprintf(w, "\n  pull requests waiting on the shared consumer: %d\n", st.Workers.WaitingPulls)
-	fmt.Fprintf(w, "  instances in the last %d lifecycle events: %d\n", st.Workers.ScannedEvent, len(st.Workers.Recent))
-	if len(st.Workers.Recent) > 0 {
-		tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "    INSTANCE\tRUNS\tEVENTS\tLAST EVENT\t")
-		for _, r := range st.Workers.Recent {
-			fmt.Fprintf(tw, "    %s\t%d\t%d\t%s\t\n", r.Instance, r.Runs, r.Events, ago(r.Last))
-		}
-		_ = tw.Flush()
-	}
 
 	fmt.Fprintln(w, "\nINTERCEPTORS (NATS micro)")
 	if len(st.Interceptors) == 0 {

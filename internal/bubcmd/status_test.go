@@ -16,7 +16,7 @@ func TestPrintStatus(t *testing.T) {
 		Server:       status.Server{URL: "nats://127.0.0.1:4222", Version: "2.15.2", Streams: 6},
 		Streams:      []status.Stream{{Name: "BUB_INBOUND", Messages: 3, Bytes: 2048}},
 		Consumers:    []status.Consumer{{Stream: "BUB_INBOUND", Name: "workers", Waiting: 2}},
-		Workers:      status.Workers{RunningTurns: map[string]int{"st-w0": 1}, Recent: []status.WorkerSeen{{Instance: "st-w0", Runs: 3, Events: 40, Last: time.Now()}}},
+		Workers:      status.Workers{RunningTurns: map[string]int{"st-w0": 1}, Instances: []status.WorkerInstance{{Instance: "st-w0", Version: "0.0.0-devel", Started: time.Now().Add(-time.Minute), WorkerLoad: status.WorkerLoad{RunningTurns: 1, Concurrency: 8}}}},
 		Interceptors: []status.Interceptor{{Service: "audit", Version: "1.0.0", ID: "x1", Hooks: []string{"before_tool_call"}, Requests: 4}},
 		Recorder:     &status.Recorder{Lag: 0},
 		DeadLetters:  status.DeadLetters{Messages: 2, ByReason: map[string]uint64{"undecodable": 2}},
@@ -24,7 +24,7 @@ func TestPrintStatus(t *testing.T) {
 	}
 	var b bytes.Buffer
 	printStatus(&b, st)
-	for _, want := range []string{"STREAMS", "BUB_INBOUND", "2.0 KiB", "CONSUMERS", "workers", "WORKERS", "running turns (turn registry): 1  st-w0=1",
+	for _, want := range []string{"STREAMS", "BUB_INBOUND", "2.0 KiB", "CONSUMERS", "workers", "WORKERS", "st-w0", "0.0.0-devel", "running turns (turn registry): 1  st-w0=1",
 		"INTERCEPTORS", "audit", "before_tool_call", "RECORDER", "lag: 0 events", "DEAD LETTERS", "undecodable=2", "warning: turn registry: timeout"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("status output lacks %q:\n%s", want, b.String())

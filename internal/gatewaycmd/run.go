@@ -33,6 +33,7 @@ func Run(ctx context.Context, conn *service.Conn, o Options, log *slog.Logger) e
 	if err := natsx.EnsureTopology(ctx, conn.JS, conn.Names, topo); err != nil {
 		return err
 	}
+	conn.ReportStatus(func() any { return map[string]string{"channels": o.Enabled} })
 	return gateway.Run(ctx, gateway.Options{
 		NC: conn.NC, JS: conn.JS, Names: conn.Names, Topology: topo,
 		Source:        events.Source("gateway", o.Instance),

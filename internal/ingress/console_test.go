@@ -70,8 +70,9 @@ const streamedReply = "The console streams this reply to the browser, word by wo
 // TestConsoleInBrowser drives the web console in headless Chromium against
 // a real stack (embedded NATS, worker, recorder, fake model) behind a
 // bearer token: without the token the page says one is required; with it,
-// it lists status and the worker's hooks, sends a message, shows the reply
-// as it streams over the SSE tap, then the new tape entries with the hook
+// it lists status (with the worker instance NATS micro discovery finds)
+// and the worker's hooks, sends a message, shows the reply as it streams
+// over the SSE tap, then the new tape entries with the hook
 // decision highlighted, and the interceptor service with its request
 // count, and a search of the tape. It keeps two screenshots.
 func TestConsoleInBrowser(t *testing.T) {
@@ -117,14 +118,15 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS("#token"), token),
 		chromedp.Click(chromedp.CSS("#token-form button")),
 		poll(`document.querySelector("#hooks").textContent.includes("before_tool_call")`),
-		poll(`document.querySelector("#status").textContent.includes("BUB_INBOUND")`))
+		poll(`document.querySelector("#status").textContent.includes("BUB_INBOUND")`),
+		poll(`document.querySelector("#status").textContent.includes("t-w0")`))
 	hooksText, statusText := text(t, ctx, "#hooks"), text(t, ctx, "#status")
 	for _, want := range []string{"as reported by worker t-w", "resolve_session", "before_tool_call", "1. audit (remote: audit)2. deny-tools3. builtin"} {
 		if !strings.Contains(hooksText, want) {
 			t.Errorf("hooks panel lacks %q:\n%s", want, hooksText)
 		}
 	}
-	for _, want := range []string{"Streams", "BUB_EVENTS", "Consumers", "recorder lag", "Dead letters"} {
+	for _, want := range []string{"Streams", "BUB_EVENTS", "Consumers", "t-w0", "concurrency", "recorder lag", "Dead letters"} {
 		if !strings.Contains(statusText, want) {
 			t.Errorf("status panel lacks %q:\n%s", want, statusText)
 		}

@@ -116,24 +116,3 @@ func FuzzParseTapePage(f *testing.F) {
 		}
 	})
 }
-
-// FuzzParseRecent: the ?recent= decoder of GET /v1/status never panics
-// and accepts only 0–100000.
-func FuzzParseRecent(f *testing.F) {
-	for _, q := range []string{"", "recent=0", "recent=100000", "recent=100001", "recent=-1", "recent=x", "recent=0x10"} {
-		f.Add(q)
-	}
-	f.Fuzz(func(t *testing.T, raw string) {
-		v, err := url.ParseQuery(raw)
-		if err != nil {
-			return
-		}
-		n, err := ParseRecent(v)
-		if err == nil && (n < 0 || n > maxRecent) {
-			t.Fatalf("accepted recent=%d from %q", n, raw)
-		}
-		if err != nil && !strings.Contains(err.Error(), "recent") {
-			t.Fatalf("rejection %v does not name the parameter", err)
-		}
-	})
-}

@@ -21,9 +21,6 @@ const (
 	maxTapeLimit     = 500
 	// maxTapeQuery bounds ?q= in bytes.
 	maxTapeQuery = 256
-	// defaultRecent and maxRecent bound ?recent= of GET /v1/status.
-	defaultRecent = 1000
-	maxRecent     = 100_000
 	// hooksTimeout bounds the wait for a worker's hook report.
 	hooksTimeout = 3 * time.Second
 )
@@ -185,28 +182,9 @@ func (s *Server) readTape(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, page)
 }
 
-// ParseRecent decodes ?recent= of GET /v1/status: how many of the newest
-// lifecycle events to scan for active workers (0–100000, default 1000).
-func ParseRecent(v url.Values) (int, error) {
-	r := v.Get("recent")
-	if r == "" {
-		return defaultRecent, nil
-	}
-	n, err := strconv.Atoi(r)
-	if err != nil || n < 0 || n > maxRecent {
-		return 0, fmt.Errorf("recent %q is not an integer from 0 to %d", r, maxRecent)
-	}
-	return n, nil
-}
-
 // readStatus serves GET /v1/status: what `bub status --json` prints.
 func (s *Server) readStatus(w http.ResponseWriter, r *http.Request) {
-	recent, err := ParseRecent(r.URL.Query())
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_query", err.Error())
-		return
-	}
-	writeJSON(w, http.StatusOK, status.Collect(r.Context(), s.gw.nc, s.gw.js, s.gw.names, recent))
+	writeJSON(w, http.StatusOK, status.Collect(r.Context(), s.gw.nc, s.gw.js, s.gw.names))
 }
 
 // readHooks serves GET /v1/hooks: a running worker's hook report (what

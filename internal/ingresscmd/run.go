@@ -48,6 +48,11 @@ func Run(ctx context.Context, conn *service.Conn, o Options, log *slog.Logger) e
 		}
 		return nil
 	}
+	addr := o.HTTP.Addr
+	if o.Listener != nil {
+		addr = o.Listener.Addr().String()
+	}
+	conn.ReportStatus(func() any { return map[string]string{"http": addr} })
 	srv, err := ingress.NewServer(o.HTTP, gw, ready, log)
 	if err != nil {
 		return err

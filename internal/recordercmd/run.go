@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/bubbus/bub/internal/natsx"
 	"github.com/bubbus/bub/internal/recorder"
@@ -41,6 +42,7 @@ func Run(ctx context.Context, conn *service.Conn, o Options, log *slog.Logger) e
 			return fmt.Errorf("the tape store %T cannot archive (tape.Archiver), which the recorder needs for tape.reset archive=true", store)
 		}
 		defer observeRecorder(conn, log)()
+		conn.ReportStatus(func() any { return lag(conn) })
 		return recorder.New(o.Recorder, conn.JS, conn.Names, rs, state, log).Run(ctx)
 	})
 }
@@ -80,4 +82,21 @@ func observeRecorder(conn *service.Conn, log *slog.Logger) func() {
 		return func() {}
 	}
 	return func() { _ = stop() }
+}
+
+// statusTimeout bounds the consumer lookup of a status request.
+const statusTimeout = 2 * time.Second
+
+// lag is the recorder's status detail: the events of its consumer not
+// yet committed to a tape (pending plus delivered and held), as `bub
+// status` counts them.
+func lag(conn *service.Conn) any {
+	ctx, cancel := context.WithTimeout(context.Background(), statusTimeout)
+	defer cancel()
+	c, err := conn.JS.Consumer(ctx, conn.Names.EventsStream(), conn.Names.RecorderConsumer())
+	if err != nil {
+		return map[string]string{"error": err.Error()}
+	}
+	ci := c.CachedInfo()
+	return map[string]uint64{"lag": ci.NumPending + uint64(ci.NumAckPending)}
 }

@@ -23,6 +23,8 @@ type Conn struct {
 	// Topology is the deployment's topology from the configuration; a
 	// service whose options name none uses it.
 	Topology natsx.Topology
+
+	micro *announcement // set by Announce
 }
 
 // ErrNoURL is returned when a service has no NATS URL: a service never
@@ -63,8 +65,10 @@ func (c *Conn) TopologyOr(t natsx.Topology) natsx.Topology {
 	return t
 }
 
-// Close drains c: pending publishes are flushed and subscriptions end.
+// Close stops c's micro service ([Conn.Announce]), then drains c:
+// pending publishes are flushed and subscriptions end.
 func (c *Conn) Close() {
+	c.stopAnnouncement()
 	done := make(chan struct{})
 	c.NC.SetClosedHandler(func(*nats.Conn) { close(done) })
 	if err := c.NC.Drain(); err != nil {

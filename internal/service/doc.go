@@ -14,6 +14,12 @@
 // CLI's command tree stay behind cmd/bub and pkg/app, so a service binary
 // links its service only (internal/depsrule holds that).
 //
+// Every service run through [Run] (and each one `bub up` runs, see
+// internal/stack) is announced as a NATS micro service ([Conn.Announce]):
+// <prefix>-<name> with the build's version, its instance in the metadata,
+// and a status endpoint whose details the service reports with
+// [Conn.ReportStatus]; [Conn.Close] stops it.
+//
 // Looking for the services' Specs? See internal/workercmd,
 // internal/ingresscmd, internal/recordercmd and internal/gatewaycmd. For
 // several services in one process (`bub up`) see internal/stack.

@@ -69,8 +69,10 @@ func (s Spec) BindFlags(fs *pflag.FlagSet, common *cli.Common, getenv cli.Getenv
 }
 
 // Run runs s with the parsed common settings: it validates them, finishes
-// s's configuration, logs it to stderr, starts telemetry, dials NATS, runs
-// s until ctx ends, then drains the connection and flushes telemetry.
+// s's configuration, logs it to stderr, starts telemetry, dials NATS,
+// announces s as a NATS micro service ([Conn.Announce]), runs s until ctx
+// ends, then stops the micro service, drains the connection and flushes
+// telemetry.
 func Run(ctx context.Context, common *cli.Common, s Spec, getenv cli.Getenv, stderr io.Writer) error {
 	if err := common.Validate(); err != nil {
 		return err
@@ -96,7 +98,11 @@ func Run(ctx context.Context, common *cli.Common, s Spec, getenv cli.Getenv, std
 		return err
 	}
 	defer conn.Close()
-	err = s.Run(ctx, conn, cli.Instance(getenv), log)
+	instance := cli.Instance(getenv)
+	if err := conn.Announce(s.Name, instance); err != nil {
+		return err
+	}
+	err = s.Run(ctx, conn, instance, log)
 	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		// Stopped (SIGTERM, Ctrl-C) before it was serving: a stop, not a
 		// failure.

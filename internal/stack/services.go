@@ -46,7 +46,8 @@ type Running struct {
 }
 
 // StartServices starts the services of spec, each over its own connection
-// to cl (exactly as separate processes would run them). When one fails
+// to cl and announced as its own NATS micro service (exactly as separate
+// processes would run them). When one fails
 // the others are stopped and [Running.Done] is closed; the ingress's
 // readiness (GET /readyz) answers 503 with the reason while a service has
 // failed or a worker has not started consuming.
@@ -56,12 +57,15 @@ func StartServices(ctx context.Context, cl *Cluster, spec Services, log *slog.Lo
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	r := &Running{cancel: cancel, done: make(chan struct{}), starting: map[string]bool{}}
-	start := func(name, label string, run func(ctx context.Context, conn *service.Conn) error) error {
+	start := func(name, instance, label string, run func(ctx context.Context, conn *service.Conn) error) error {
 		conn, err := cl.Connect(ctx, name)
 		if err != nil {
 			return err
 		}
 		r.conns = append(r.conns, conn)
+		if err := conn.Announce(name, instance); err != nil {
+			return err
+		}
 		r.wg.Go(func() {
 			if err := run(ctx, conn); err != nil && ctx.Err() == nil {
 				log.Error("service.failed", "service", label, "err", err)
@@ -77,7 +81,7 @@ func StartServices(ctx context.Context, cl *Cluster, spec Services, log *slog.Lo
 	var err error
 	if spec.Recorder != nil {
 		o := *spec.Recorder
-		err = errors.Join(err, start("recorder", "recorder", func(ctx context.Context, c *service.Conn) error {
+		err = errors.Join(err, start("recorder", o.Instance, "recorder", func(ctx context.Context, c *service.Conn) error {
 			return recordercmd.Run(ctx, c, o, log.With("service", "recorder"))
 		}))
 	}
@@ -91,13 +95,13 @@ func StartServices(ctx context.Context, cl *Cluster, spec Services, log *slog.Lo
 			delete(r.starting, label)
 			r.mu.Unlock()
 		}
-		err = errors.Join(err, start("worker", label, func(ctx context.Context, c *service.Conn) error {
+		err = errors.Join(err, start("worker", o.Instance, label, func(ctx context.Context, c *service.Conn) error {
 			return workercmd.Run(ctx, c, o, log.With("service", "worker", "worker", i))
 		}))
 	}
 	if spec.Gateway != nil {
 		o := *spec.Gateway
-		err = errors.Join(err, start("gateway", "gateway", func(ctx context.Context, c *service.Conn) error {
+		err = errors.Join(err, start("gateway", o.Instance, "gateway", func(ctx context.Context, c *service.Conn) error {
 			return gatewaycmd.Run(ctx, c, o, log.With("service", "gateway"))
 		}))
 	}
@@ -118,7 +122,7 @@ func StartServices(ctx context.Context, cl *Cluster, spec Services, log *slog.Lo
 		}
 		o.Ready = r.Ready
 		if o.Listener != nil {
-			err = errors.Join(err, start("ingress", "ingress", func(ctx context.Context, c *service.Conn) error {
+			err = errors.Join(err, start("ingress", o.Instance, "ingress", func(ctx context.Context, c *service.Conn) error {
 				// A connection to a listener nobody serves would be accepted
 				// and never answered: close it however the ingress ends.
 				defer o.Listener.Close()

@@ -40,6 +40,8 @@ type Options struct {
 	Instance string
 	// MCP are the MCP servers the worker starts.
 	MCP []mcptools.Server
+	// Workers is the number of worker instances (default 1).
+	Workers int
 }
 
 // Cluster is a running in-process cluster.
@@ -54,7 +56,7 @@ type Cluster struct {
 	Gateway *ingress.Gateway
 }
 
-// Start runs a recorder and one worker (model "openai:fake" on the fake
+// Start runs a recorder and o.Workers workers (model "openai:fake" on the fake
 // server), each over its own connection, waits until they created their
 // streams and consumers, and stops them when the test ends.
 func Start(t testing.TB, o Options) *Cluster {
@@ -62,6 +64,7 @@ func Start(t testing.TB, o Options) *Cluster {
 	if o.Instance == "" {
 		o.Instance = "t"
 	}
+	o.Workers = max(o.Workers, 1)
 	srv := natstest.Start(t)
 	fake, base := fakellm.Start(t, o.Script)
 	common := &cli.Common{Home: t.TempDir(), Prefix: "bub", LogLevel: "info", LogFormat: "text", NATS: natsx.ClientConfig{URL: srv.URL}}
@@ -74,7 +77,7 @@ func Start(t testing.TB, o Options) *Cluster {
 	}
 	topo := natsx.Topology{MemoryStorage: true}
 	running, err := stack.StartServices(t.Context(), cl, stack.Services{
-		Workers: 1,
+		Workers: o.Workers,
 		Worker: workercmd.Options{Topology: topo, Instance: o.Instance, Workspace: t.TempDir(), Plugins: o.Plugins, Interceptors: o.Interceptors, MCP: o.MCP,
 			Models: llm.Config{Model: "openai:fake", APIBase: base, APIKey: "x"}},
 		Recorder: &recordercmd.Options{Topology: topo, Instance: o.Instance},

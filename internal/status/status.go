@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -15,7 +14,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 
-	"github.com/bubbus/bub/pkg/events"
 	"github.com/bubbus/bub/pkg/hooks/interceptor"
 	"github.com/bubbus/bub/pkg/hooks/remote"
 	"github.com/bubbus/bub/pkg/subjects"
@@ -79,17 +77,28 @@ type Workers struct {
 	WaitingPulls int `json:"waiting_pulls"`
 	// RunningTurns are the live run keys of the turn registry by owner.
 	RunningTurns map[string]int `json:"running_turns"`
-	// Recent are the worker instances seen in the newest lifecycle events.
-	Recent       []WorkerSeen `json:"recent"`
-	ScannedEvent int          `json:"scanned_events"`
+	// Instances are the running worker instances, found by NATS micro
+	// discovery of the <prefix>-worker service.
+	Instances []WorkerInstance `json:"instances"`
 }
 
-// WorkerSeen is one worker instance seen in the newest lifecycle events.
-type WorkerSeen struct {
+// WorkerInstance is one running worker instance as NATS micro discovery
+// shows it.
+type WorkerInstance struct {
+	// Instance is the worker's BUB_INSTANCE, its owner name in the turn
+	// registry; ID is its NATS micro id.
 	Instance string    `json:"instance"`
-	Events   int       `json:"events"`
-	Runs     int       `json:"runs"`
-	Last     time.Time `json:"last_event"`
+	ID       string    `json:"id"`
+	Version  string    `json:"version"`
+	Started  time.Time `json:"started"`
+	WorkerLoad
+}
+
+// WorkerLoad is the details of a worker's [ServiceStatus]: the turns it
+// runs now and at most.
+type WorkerLoad struct {
+	RunningTurns int `json:"running_turns"`
+	Concurrency  int `json:"concurrency"`
 }
 
 // Interceptor is one instance of an interceptor service (NATS micro)
@@ -127,7 +136,7 @@ type DeadLetters struct {
 
 // Collect gathers the status; a part that cannot be read is
 // reported in Errors and the rest still shown.
-func Collect(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, n subjects.Names, recent int) *Status {
+func Collect(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, n subjects.Names) *Status {
 	st := &Status{Server: Server{URL: nc.ConnectedUrlRedacted(), Version: nc.ConnectedServerVersion()}}
 	fail := func(what string, err error) { st.Errors = append(st.Errors, fmt.Sprintf("%s: %v", what, err)) }
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -172,11 +181,9 @@ func Collect(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, n subje
 		if name == n.DLQStream() {
 			st.DeadLetters = deadLetters(ctx, s, n, fail)
 		}
-		if name == n.EventsStream() && recent > 0 && info.State.Msgs > 0 {
-			st.Workers.Recent, st.Workers.ScannedEvent = recentWorkers(ctx, js, name, info.State.LastSeq, recent, fail)
-		}
 	}
 	st.Workers.RunningTurns = runningTurns(ctx, js, n, fail)
+	st.Workers.Instances = discoverWorkers(ctx, nc, n, fail)
 	st.Interceptors = discoverInterceptors(ctx, nc, n, fail)
 	return st
 }
@@ -240,77 +247,6 @@ func runningTurns(ctx context.Context, js jetstream.JetStream, n subjects.Names,
 	}
 }
 
-// recentWorkers scans the newest max events of the events stream (up to
-// last) and counts them by worker instance, from the CloudEvent source
-// /bub/worker/<instance>.
-func recentWorkers(ctx context.Context, js jetstream.JetStream, stream string, last uint64, limit int, fail func(string, error)) ([]WorkerSeen, int) {
-	start := uint64(1)
-	if last > uint64(limit) {
-		start = last - uint64(limit) + 1
-	}
-	// An ephemeral consumer, deleted at once after the scan (an ordered
-	// consumer would linger in the consumer list for minutes).
-	cons, err := js.CreateConsumer(ctx, stream, jetstream.ConsumerConfig{
-		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: start,
-		AckPolicy: jetstream.AckNonePolicy, MemoryStorage: true, InactiveThreshold: time.Minute,
-		Description: "bub status: scanning recent events",
-	})
-	if err != nil {
-		fail("scanning events", err)
-		return nil, 0
-	}
-	defer func() { _ = js.DeleteConsumer(context.WithoutCancel(ctx), stream, cons.CachedInfo().Name) }()
-	prefix := events.Source("worker", "")
-	seen := map[string]*WorkerSeen{}
-	runs := map[string]map[string]bool{}
-	scanned := 0
-	for scanned < limit {
-		batch, err := cons.Fetch(min(limit-scanned, 500), jetstream.FetchMaxWait(time.Second))
-		if err != nil {
-			fail("scanning events", err)
-			break
-		}
-		got := 0
-		var lastSeq uint64
-		for m := range batch.Messages() {
-			got++
-			scanned++
-			if md, err := m.Metadata(); err == nil {
-				lastSeq = md.Sequence.Stream
-			}
-			ev, err := events.Decode(m.Headers(), m.Data())
-			if err != nil {
-				continue
-			}
-			inst, ok := strings.CutPrefix(ev.Source(), prefix)
-			if !ok {
-				continue
-			}
-			w := seen[inst]
-			if w == nil {
-				w = &WorkerSeen{Instance: inst}
-				seen[inst], runs[inst] = w, map[string]bool{}
-			}
-			w.Events++
-			if t := ev.Time(); t.After(w.Last) {
-				w.Last = t
-			}
-			if r := events.RunID(ev); r != "" && !runs[inst][r] {
-				runs[inst][r] = true
-				w.Runs++
-			}
-		}
-		if got == 0 || lastSeq >= last {
-			break
-		}
-	}
-	out := make([]WorkerSeen, 0, len(seen))
-	for _, k := range slices.Sorted(maps.Keys(seen)) {
-		out = append(out, *seen[k])
-	}
-	return out, scanned
-}
-
 // discoverInterceptors asks every NATS micro service for its info and
 // stats ($SRV.INFO, $SRV.STATS) and keeps the Bub interceptors: services
 // with endpoints under bub.hook.>.
@@ -357,6 +293,39 @@ func discoverInterceptors(ctx context.Context, nc *nats.Conn, n subjects.Names, 
 	}
 	slices.SortFunc(out, func(a, b Interceptor) int {
 		return cmp.Or(cmp.Compare(a.Service, b.Service), cmp.Compare(a.ID, b.ID))
+	})
+	return out
+}
+
+// discoverWorkers asks every instance of the deployment's worker service
+// (subjects.Names.Service) for its statistics ($SRV.STATS) and returns
+// them by instance, with the load of their status endpoint's data.
+func discoverWorkers(ctx context.Context, nc *nats.Conn, n subjects.Names, fail func(string, error)) []WorkerInstance {
+	replies, err := remote.Discover(ctx, nc, micro.StatsVerb, n.Service("worker"), time.Second, discoveryWait)
+	if err != nil {
+		fail("worker discovery", err)
+	}
+	out := []WorkerInstance{}
+	for _, raw := range replies {
+		var s micro.Stats
+		if err := json.Unmarshal(raw, &s); err != nil || s.ID == "" {
+			fail("worker discovery", fmt.Errorf("a reply that is no NATS micro stats: %.200q", raw))
+			continue
+		}
+		w := WorkerInstance{Instance: s.Metadata[MetadataInstance], ID: s.ID, Version: s.Version, Started: s.Started}
+		for _, ep := range s.Endpoints {
+			var st ServiceStatus
+			if ep.Name != Endpoint || json.Unmarshal(ep.Data, &st) != nil {
+				continue
+			}
+			if err := json.Unmarshal(st.Details, &w.WorkerLoad); len(st.Details) > 0 && err != nil {
+				fail("worker "+w.Instance, fmt.Errorf("status details: %w", err))
+			}
+		}
+		out = append(out, w)
+	}
+	slices.SortFunc(out, func(a, b WorkerInstance) int {
+		return cmp.Or(cmp.Compare(a.Instance, b.Instance), cmp.Compare(a.ID, b.ID))
 	})
 	return out
 }

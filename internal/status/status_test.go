@@ -3,11 +3,14 @@ package status_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/bubbus/bub/internal/cli"
 	"github.com/bubbus/bub/internal/natstest"
+	"github.com/bubbus/bub/internal/service"
 	"github.com/bubbus/bub/internal/stack"
 	"github.com/bubbus/bub/internal/stacktest"
 	"github.com/bubbus/bub/internal/status"
@@ -25,11 +28,12 @@ func (auditPlugin) BeforeToolCall(context.Context, hooks.BeforeToolCallInput) (*
 	return nil, nil
 }
 
-// TestStatus runs a worker and the recorder, answers three messages,
+// TestStatus runs two workers and the recorder, answers three messages,
 // serves an interceptor, and checks what Collect reports (what `bub
-// status` prints) and the hook report a worker answers.
+// status` prints: the workers by instance from NATS micro discovery) and
+// the hook report a worker answers.
 func TestStatus(t *testing.T) {
-	c := stacktest.Start(t, stacktest.Options{Instance: "st"})
+	c := stacktest.Start(t, stacktest.Options{Instance: "st", Workers: 2})
 	conn := c.Conn
 	svc, err := interceptor.Serve(t.Context(), c.NATS.Conn(t), conn.Names, auditPlugin{})
 	if err != nil {
@@ -48,7 +52,7 @@ func TestStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	st := status.Collect(t.Context(), conn.NC, conn.JS, conn.Names, 100)
+	st := status.Collect(t.Context(), conn.NC, conn.JS, conn.Names)
 	if len(st.Errors) > 0 {
 		t.Fatalf("errors: %v", st.Errors)
 	}
@@ -65,16 +69,19 @@ func TestStatus(t *testing.T) {
 	if st.Recorder == nil || st.Recorder.Lag != 0 {
 		t.Errorf("recorder: %+v, want no lag", st.Recorder)
 	}
-	runs := 0
-	for _, w := range st.Workers.Recent {
-		if !strings.HasPrefix(w.Instance, "st-w") {
-			t.Errorf("worker instance %q", w.Instance)
+	natstest.Eventually(t, stacktest.Wait, func() (bool, string) {
+		st := status.Collect(t.Context(), conn.NC, conn.JS, conn.Names)
+		ws := st.Workers.Instances
+		if len(ws) != 2 || ws[0].Instance != "st-w0" || ws[1].Instance != "st-w1" {
+			return false, fmt.Sprintf("worker instances %+v (errors %v), want st-w0 and st-w1", ws, st.Errors)
 		}
-		runs += w.Runs
-	}
-	if runs != 3 {
-		t.Errorf("recent workers %+v: %d runs, want 3", st.Workers.Recent, runs)
-	}
+		for _, w := range ws {
+			if w.Concurrency != 256 || w.RunningTurns != 0 || w.Version != service.MicroVersion(cli.Version()) || w.ID == "" || w.Started.IsZero() {
+				return false, fmt.Sprintf("worker %+v: want concurrency 256 (consuming), no running turn, version %s, an id and a start", w, service.MicroVersion(cli.Version()))
+			}
+		}
+		return true, ""
+	})
 	if len(st.Interceptors) != 1 || st.Interceptors[0].Service != "audit" || strings.Join(st.Interceptors[0].Hooks, ",") != string(hooks.HookBeforeToolCall) || st.Interceptors[0].Plugin != "audit" {
 		t.Errorf("interceptors: %+v", st.Interceptors)
 	}
@@ -83,7 +90,7 @@ func TestStatus(t *testing.T) {
 		consumers[c.Stream+"/"+c.Name] = true
 	}
 	if !consumers[conn.Names.InboundStream()+"/"+conn.Names.WorkerConsumer()] || !consumers[conn.Names.EventsStream()+"/"+conn.Names.RecorderConsumer()] || len(consumers) != 2 {
-		t.Errorf("consumers %v (the scan's own consumer must be gone)", consumers)
+		t.Errorf("consumers %v, want the workers' and the recorder's only", consumers)
 	}
 
 	rep, err := status.AskHooks(wctx, conn.NC, conn.Names)

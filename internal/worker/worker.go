@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -97,6 +98,10 @@ type Worker struct {
 	dlq     *dlq.Writer
 	log     *slog.Logger
 	maxDlvr int
+
+	// running and concurrency are the turns in flight and their bound,
+	// for [Worker.Load].
+	running, concurrency atomic.Int64
 }
 
 // New returns a worker running proc for every inbound envelope.
@@ -121,6 +126,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	info := cons.CachedInfo()
 	w.maxDlvr = info.Config.MaxDeliver
 	cfg := w.cfg.withDefaults(info.Config.AckWait)
+	w.concurrency.Store(int64(cfg.Concurrency))
 	it, err := cons.Messages(jetstream.PullMaxMessages(cfg.Concurrency), jetstream.PullExpiry(5*time.Second))
 	if err != nil {
 		return fmt.Errorf("consuming inbound: %w", err)
@@ -155,8 +161,12 @@ func (w *Worker) Run(ctx context.Context) error {
 			_ = msg.Nak()
 			continue
 		}
+		w.running.Add(1)
 		wg.Go(func() {
-			defer func() { <-sem }()
+			defer func() {
+				<-sem
+				w.running.Add(-1)
+			}()
 			w.handle(turnCtx, cfg, msg, stopping)
 		})
 	}
@@ -170,6 +180,12 @@ func (w *Worker) Run(ctx context.Context) error {
 		<-done
 	}
 	return nil
+}
+
+// Load returns the turns the worker runs now and how many it runs at
+// most (0 before [Worker.Run] consumes).
+func (w *Worker) Load() (running, concurrency int) {
+	return int(w.running.Load()), int(w.concurrency.Load())
 }
 
 func (w *Worker) handle(ctx context.Context, cfg Config, msg jetstream.Msg, stopping <-chan struct{}) {

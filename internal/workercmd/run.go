@@ -12,6 +12,7 @@ import (
 	"github.com/bubbus/bub/internal/dlq"
 	"github.com/bubbus/bub/internal/natsx"
 	"github.com/bubbus/bub/internal/service"
+	"github.com/bubbus/bub/internal/status"
 	"github.com/bubbus/bub/internal/telemetry"
 	"github.com/bubbus/bub/internal/worker"
 	"github.com/bubbus/bub/pkg/agent"
@@ -147,6 +148,10 @@ func Run(ctx context.Context, conn *service.Conn, o Options, log *slog.Logger) e
 	if err != nil {
 		return errors.Join(err, rt.Close(ctx))
 	}
+	conn.ReportStatus(func() any {
+		running, concurrency := w.Load()
+		return status.WorkerLoad{RunningTurns: running, Concurrency: concurrency}
+	})
 	stopWatch, err := dlq.WatchMaxDeliveries(ctx, conn.NC, conn.JS, conn.Names, conn.Names.InboundStream(), conn.Names.WorkerConsumer(), log)
 	if err != nil {
 		return errors.Join(err, rt.Close(ctx))

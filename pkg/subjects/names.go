@@ -154,6 +154,18 @@ func (n Names) WorkerHooks() string { return n.subj("worker", "hooks") }
 // [Names.WorkerHooks].
 func (n Names) HookReporters() string { return n.prefix + "-hook-reporters" }
 
+// Service is the NATS micro service name of one of the deployment's
+// services (worker, ingress, recorder, gateway): <prefix>-<service>, e.g.
+// bub-worker, so two deployments on one server are told apart by
+// `nats micro ls` and by discovery.
+func (n Names) Service(service string) string { return n.prefix + "-" + service }
+
+// ServiceStatus is the request/reply subject of the status endpoint of
+// one instance of a service: bub.service.<service>.<instance>.status.
+func (n Names) ServiceStatus(service, instance string) string {
+	return n.subj("service", Token(service), Token(instance), "status")
+}
+
 // DLQ is the dead-letter subject for reason: bub.dlq.<reason>.
 func (n Names) DLQ(reason string) string { return n.subj("dlq", Token(reason)) }
 

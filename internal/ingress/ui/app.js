@@ -303,7 +303,7 @@ function loadStatus() {
 }
 
 const readStatus = guarded(async () => {
-  const st = await api("/v1/status?recent=500");
+  const st = await api("/v1/status");
   const box = $("#status");
   const rec = st.recorder;
   const running = Object.values(st.workers.running_turns || {}).reduce((a, b) => a + b, 0);
@@ -317,7 +317,11 @@ const readStatus = guarded(async () => {
     table([["stream", (c) => c.stream], ["consumer", (c) => c.name], ["pending", (c) => c.pending, 1],
       ["ack pending", (c) => c.ack_pending, 1], ["redelivered", (c) => c.redelivered, 1], ["waiting", (c) => c.waiting, 1]], st.consumers || []),
     el("h3", {}, "Workers and recorder"),
-    el("div", {}, `running turns: ${running} · pulls waiting: ${st.workers.waiting_pulls} · instances seen: ${(st.workers.recent || []).map((w) => `${w.instance} (${w.runs} runs)`).join(", ") || "none"}`),
+    (st.workers.instances || []).length
+      ? table([["worker", (w) => w.instance], ["version", (w) => w.version], ["running", (w) => w.running_turns, 1],
+        ["concurrency", (w) => w.concurrency, 1], ["up since", (w) => ago(w.started)]], st.workers.instances)
+      : el("div", { class: "muted" }, "no worker running"),
+    el("div", {}, `running turns (turn registry): ${running} · pulls waiting: ${st.workers.waiting_pulls}`),
     el("div", { class: rec && rec.lag > 0 ? "lag-bad" : "" },
       rec ? `recorder lag: ${rec.lag} events (${rec.pending} not delivered, ${rec.ack_pending} held)` : "no recorder consumer"),
     el("h3", {}, "Dead letters"),
