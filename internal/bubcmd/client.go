@@ -55,7 +55,7 @@ func withClient(ctx context.Context, common *cli.Common, _ cli.Getenv, body func
 	}
 	defer conn.Close()
 	if cl.Embedded() {
-		if err := natsx.EnsureTopology(ctx, conn.JS, conn.Names, conn.Topology); err != nil {
+		if err := natsx.EnsureTopologyLogged(ctx, conn.JS, conn.Names, conn.Topology, log); err != nil {
 			return err
 		}
 	}
