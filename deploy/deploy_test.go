@@ -56,6 +56,7 @@ func startServerWith(t *testing.T, conf string) (*natstest.Server, map[string]st
 		pw[r] = "pw-" + r
 		t.Setenv("BUB_NATS_"+strings.ToUpper(r)+"_PASSWORD", pw[r])
 	}
+	t.Setenv("BUB_JS_SYNC", "always") // what compose passes by default
 	opts, err := server.ProcessConfigFile(conf)
 	if err != nil {
 		t.Fatal(err)
