@@ -428,6 +428,8 @@ func Retry(ctx context.Context, log *slog.Logger, what string, op func(context.C
 const (
 	errCodeMemberChangeInflight  jetstream.ErrorCode = 10202
 	errCodeReconfigureInProgress jetstream.ErrorCode = 10226
+	// a consumer scaled before its stream's concurrent scale-up is seen
+	errCodeReplicasExceedStream jetstream.ErrorCode = 10126
 )
 
 // Transient reports whether err is worth retrying while a cluster elects
@@ -440,7 +442,7 @@ func Transient(err error) bool {
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) {
 		switch apiErr.ErrorCode {
-		case jetstream.JSErrCodeStreamNameInUse, jetstream.JSErrCodeConsumerExists, jetstream.JSErrCodeConsumerAlreadyExists, errCodeMemberChangeInflight, errCodeReconfigureInProgress:
+		case jetstream.JSErrCodeStreamNameInUse, jetstream.JSErrCodeConsumerExists, jetstream.JSErrCodeConsumerAlreadyExists, errCodeMemberChangeInflight, errCodeReconfigureInProgress, errCodeReplicasExceedStream:
 			return true
 		}
 		return apiErr.Code == 503

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/bubbus/bub/internal/natstest"
@@ -238,4 +239,70 @@ func TestTransient(t *testing.T) {
 			t.Errorf("Transient(%v) = %v", c.err, got)
 		}
 	}
+}
+
+// TestApplyOnThreeNodeCluster: on a 3-server JetStream cluster, three
+// services starting at once and scaling a provisioned R1 topology to R3
+// all succeed; every stream, bucket and shared consumer ends at 3
+// replicas, the updates are logged "replicas 1 → 3", and a check at R3
+// passes.
+func TestApplyOnThreeNodeCluster(t *testing.T) {
+	c := natstest.StartCluster(t, 3)
+	nc, err := nats.Connect(c.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := subjects.Default()
+	ctx := t.Context()
+	if err := EnsureTopology(ctx, js, n, Topology{Replicas: 1}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))
+	errs := make([]error, 3)
+	for i := range errs {
+		wg.Go(func() { _, errs[i] = Apply(ctx, js, n, Topology{Replicas: 3}, Provision, log) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("service %d: %v", i, err)
+		}
+	}
+	for _, name := range streamNames(t, js) {
+		if r := mustStream(t, js, name).Replicas; r != 3 {
+			t.Errorf("stream %s: replicas %d", name, r)
+		}
+	}
+	cons, err := js.Consumer(ctx, "BUB_INBOUND", "workers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := cons.CachedInfo().Config.Replicas; r != 3 {
+		t.Errorf("worker consumer: replicas %d", r)
+	}
+	if !strings.Contains(logs.String(), `msg=natsx.stream_updated stream=BUB_INBOUND changes="replicas 1 → 3"`) {
+		t.Errorf("no update logged:\n%s", logs.String())
+	}
+	if _, err := Apply(ctx, js, n, Topology{Replicas: 3}, Check, nil); err != nil {
+		t.Error(err)
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
