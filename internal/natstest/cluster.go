@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Cluster is a JetStream cluster of in-process servers on loopback.
@@ -52,6 +54,22 @@ func StartCluster(t testing.TB, size int) *Cluster {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return c
+}
+
+// JetStream returns a JetStream context on a new connection to every
+// server of c (closed when the test ends).
+func (c *Cluster) JetStream(t testing.TB) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc, err := nats.Connect(c.URL)
+	if err != nil {
+		t.Fatalf("natstest: connect to the cluster: %v", err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatalf("natstest: jetstream: %v", err)
+	}
+	return nc, js
 }
 
 // ready reports whether a meta leader exists and every server is current.

@@ -194,116 +194,126 @@ func (t Topology) AllBuckets(n subjects.Names) []jetstream.KeyValueConfig {
 // caller's context.
 const callTimeout = 10 * time.Second
 
-func applyStream(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig, mode Mode, log *slog.Logger) (Change, error) {
-	c := Change{Kind: "stream", Name: want.Name, Config: want}
-	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+// resource is one stream, bucket or consumer as apply walks it.
+type resource struct {
+	change   Change
+	replicas int
+	// logKeys name it in log lines ("stream", name, …).
+	logKeys []any
+	// read returns the settings in which the existing resource differs
+	// from the wanted one, or found false when it does not exist.
+	read           func(ctx context.Context) (diff []string, found bool, err error)
+	create, update func(ctx context.Context) error
+}
+
+func (r resource) what() string {
+	w := r.change.Kind + " " + r.change.Name
+	if r.change.Stream != "" {
+		w += " on " + r.change.Stream
+	}
+	return w
+}
+
+// apply does to r what mode says and returns what it did or would do.
+func (r resource) apply(ctx context.Context, mode Mode, log *slog.Logger) (Change, error) {
+	c := r.change
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	s, err := js.Stream(cctx, want.Name)
+	diff, found, err := r.read(ctx)
 	switch {
-	case errors.Is(err, jetstream.ErrStreamNotFound):
+	case err != nil:
+		return c, fmt.Errorf("reading %s: %w", r.what(), err)
+	case !found:
 		c.Action = ActionCreate
 		if mode != Provision {
 			return c, nil
 		}
-		if _, err := js.CreateStream(cctx, want); err != nil {
-			return c, fmt.Errorf("creating stream %s: %w", want.Name, err)
+		if err := r.create(ctx); err != nil {
+			return c, fmt.Errorf("creating %s: %w", r.what(), err)
 		}
-		log.Info("natsx.stream_created", "stream", want.Name, "replicas", want.Replicas)
+		log.Info("natsx."+c.Kind+"_created", append(r.logKeys, "replicas", r.replicas)...)
 		return c, nil
-	case err != nil:
-		return c, fmt.Errorf("reading stream %s: %w", want.Name, err)
-	}
-	c.Diff = streamDiff(want, s.CachedInfo().Config, mode != Check)
-	if len(c.Diff) == 0 {
+	case len(diff) == 0:
 		c.Action = ActionUnchanged
 		return c, nil
 	}
-	c.Action = ActionUpdate
+	c.Action, c.Diff = ActionUpdate, diff
 	if mode != Provision {
 		return c, nil
 	}
-	if _, err := js.UpdateStream(cctx, want); err != nil {
-		return c, fmt.Errorf("updating stream %s (%s): %w", want.Name, strings.Join(c.Diff, ", "), err)
+	changes := strings.Join(diff, ", ")
+	if err := r.update(ctx); err != nil {
+		return c, fmt.Errorf("updating %s (%s): %w", r.what(), changes, err)
 	}
-	log.Info("natsx.stream_updated", "stream", want.Name, "changes", strings.Join(c.Diff, ", "))
+	log.Info("natsx."+c.Kind+"_updated", append(r.logKeys, "changes", changes)...)
 	return c, nil
 }
 
+func applyStream(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig, mode Mode, log *slog.Logger) (Change, error) {
+	return resource{
+		change:   Change{Kind: "stream", Name: want.Name, Config: want},
+		replicas: want.Replicas,
+		logKeys:  []any{"stream", want.Name},
+		read: func(ctx context.Context) ([]string, bool, error) {
+			s, err := js.Stream(ctx, want.Name)
+			if errors.Is(err, jetstream.ErrStreamNotFound) {
+				return nil, false, nil
+			}
+			if err != nil {
+				return nil, false, err
+			}
+			return streamDiff(want, s.CachedInfo().Config, mode != Check), true, nil
+		},
+		create: func(ctx context.Context) error { _, err := js.CreateStream(ctx, want); return err },
+		update: func(ctx context.Context) error { _, err := js.UpdateStream(ctx, want); return err },
+	}.apply(ctx, mode, log)
+}
+
 func applyBucket(ctx context.Context, js jetstream.JetStream, want jetstream.KeyValueConfig, mode Mode, log *slog.Logger) (Change, error) {
-	c := Change{Kind: "bucket", Name: want.Bucket, Config: want}
-	cctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
-	kv, err := js.KeyValue(cctx, want.Bucket)
-	switch {
-	case errors.Is(err, jetstream.ErrBucketNotFound):
-		c.Action = ActionCreate
-		if mode != Provision {
-			return c, nil
-		}
-		if _, err := js.CreateKeyValue(cctx, want); err != nil {
-			return c, fmt.Errorf("creating bucket %s: %w", want.Bucket, err)
-		}
-		log.Info("natsx.bucket_created", "bucket", want.Bucket, "replicas", want.Replicas)
-		return c, nil
-	case err != nil:
-		return c, fmt.Errorf("reading bucket %s: %w", want.Bucket, err)
-	}
-	st, err := kv.Status(cctx)
-	if err != nil {
-		return c, fmt.Errorf("reading bucket %s: %w", want.Bucket, err)
-	}
-	info := st.(*jetstream.KeyValueBucketStatus).StreamInfo()
-	c.Diff = streamDiff(bucketStream(want), info.Config, mode != Check)
-	if len(c.Diff) == 0 {
-		c.Action = ActionUnchanged
-		return c, nil
-	}
-	c.Action = ActionUpdate
-	if mode != Provision {
-		return c, nil
-	}
-	if _, err := js.UpdateKeyValue(cctx, want); err != nil {
-		return c, fmt.Errorf("updating bucket %s (%s): %w", want.Bucket, strings.Join(c.Diff, ", "), err)
-	}
-	log.Info("natsx.bucket_updated", "bucket", want.Bucket, "changes", strings.Join(c.Diff, ", "))
-	return c, nil
+	return resource{
+		change:   Change{Kind: "bucket", Name: want.Bucket, Config: want},
+		replicas: want.Replicas,
+		logKeys:  []any{"bucket", want.Bucket},
+		read: func(ctx context.Context) ([]string, bool, error) {
+			kv, err := js.KeyValue(ctx, want.Bucket)
+			if errors.Is(err, jetstream.ErrBucketNotFound) {
+				return nil, false, nil
+			}
+			if err != nil {
+				return nil, false, err
+			}
+			st, err := kv.Status(ctx)
+			if err != nil {
+				return nil, false, err
+			}
+			info := st.(*jetstream.KeyValueBucketStatus).StreamInfo()
+			return streamDiff(bucketStream(want), info.Config, mode != Check), true, nil
+		},
+		create: func(ctx context.Context) error { _, err := js.CreateKeyValue(ctx, want); return err },
+		update: func(ctx context.Context) error { _, err := js.UpdateKeyValue(ctx, want); return err },
+	}.apply(ctx, mode, log)
 }
 
 // ApplyConsumer does to the durable consumer want on stream what mode
 // says (see [Apply]; it does not retry).
 func ApplyConsumer(ctx context.Context, js jetstream.JetStream, stream string, want jetstream.ConsumerConfig, mode Mode, log *slog.Logger) (Change, error) {
-	c := Change{Kind: "consumer", Name: want.Durable, Stream: stream, Config: want}
-	cctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
-	cons, err := js.Consumer(cctx, stream, want.Durable)
-	switch {
-	case errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrStreamNotFound):
-		c.Action = ActionCreate
-		if mode != Provision {
-			return c, nil
-		}
-		if _, err := js.CreateConsumer(cctx, stream, want); err != nil {
-			return c, fmt.Errorf("creating consumer %s on %s: %w", want.Durable, stream, err)
-		}
-		log.Info("natsx.consumer_created", "stream", stream, "consumer", want.Durable, "replicas", want.Replicas)
-		return c, nil
-	case err != nil:
-		return c, fmt.Errorf("reading consumer %s on %s: %w", want.Durable, stream, err)
-	}
-	c.Diff = consumerDiff(want, cons.CachedInfo().Config)
-	if len(c.Diff) == 0 {
-		c.Action = ActionUnchanged
-		return c, nil
-	}
-	c.Action = ActionUpdate
-	if mode != Provision {
-		return c, nil
-	}
-	if _, err := js.UpdateConsumer(cctx, stream, want); err != nil {
-		return c, fmt.Errorf("updating consumer %s on %s (%s): %w", want.Durable, stream, strings.Join(c.Diff, ", "), err)
-	}
-	log.Info("natsx.consumer_updated", "stream", stream, "consumer", want.Durable, "changes", strings.Join(c.Diff, ", "))
-	return c, nil
+	return resource{
+		change:   Change{Kind: "consumer", Name: want.Durable, Stream: stream, Config: want},
+		replicas: want.Replicas,
+		logKeys:  []any{"stream", stream, "consumer", want.Durable},
+		read: func(ctx context.Context) ([]string, bool, error) {
+			cons, err := js.Consumer(ctx, stream, want.Durable)
+			if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
+				return nil, false, nil
+			}
+			if err != nil {
+				return nil, false, err
+			}
+			return consumerDiff(want, cons.CachedInfo().Config), true, nil
+		},
+		create: func(ctx context.Context) error { _, err := js.CreateConsumer(ctx, stream, want); return err },
+		update: func(ctx context.Context) error { _, err := js.UpdateConsumer(ctx, stream, want); return err },
+	}.apply(ctx, mode, log)
 }
 
 // bucketStream is the part of the backing stream of bucket want that

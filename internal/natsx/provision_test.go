@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/bubbus/bub/internal/natstest"
@@ -247,16 +246,7 @@ func TestTransient(t *testing.T) {
 // replicas, the updates are logged "replicas 1 → 3", and a check at R3
 // passes.
 func TestApplyOnThreeNodeCluster(t *testing.T) {
-	c := natstest.StartCluster(t, 3)
-	nc, err := nats.Connect(c.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, js := natstest.StartCluster(t, 3).JetStream(t)
 	n := subjects.Default()
 	ctx := t.Context()
 	if err := EnsureTopology(ctx, js, n, Topology{Replicas: 1}); err != nil {

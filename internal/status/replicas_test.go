@@ -4,9 +4,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/bubbus/bub/internal/natstest"
 	"github.com/bubbus/bub/internal/natsx"
 	"github.com/bubbus/bub/internal/status"
@@ -17,16 +14,7 @@ import (
 // stream's status names its replicas, its leader and the two followers
 // with their lag.
 func TestStatusShowsReplicas(t *testing.T) {
-	c := natstest.StartCluster(t, 3)
-	nc, err := nats.Connect(c.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, js := natstest.StartCluster(t, 3).JetStream(t)
 	n := subjects.Default()
 	if err := natsx.EnsureTopology(t.Context(), js, n, natsx.Topology{Replicas: 3}); err != nil {
 		t.Fatal(err)
