@@ -56,6 +56,7 @@ func startServerWith(t *testing.T, conf string) (*natstest.Server, map[string]st
 		pw[r] = "pw-" + r
 		t.Setenv("BUB_NATS_"+strings.ToUpper(r)+"_PASSWORD", pw[r])
 	}
+	t.Setenv("BUB_JS_SYNC", "always") // what compose passes by default
 	opts, err := server.ProcessConfigFile(conf)
 	if err != nil {
 		t.Fatal(err)
@@ -391,5 +392,26 @@ func TestObserverNeverReadsHookRequests(t *testing.T) {
 			default:
 			}
 		})
+	}
+}
+
+// TestNATSConfigSyncFromEnv: the shipped server config takes its
+// JetStream sync interval from BUB_JS_SYNC (compose passes always).
+func TestNATSConfigSyncFromEnv(t *testing.T) {
+	for _, r := range roles {
+		t.Setenv("BUB_NATS_"+strings.ToUpper(r)+"_PASSWORD", "pw")
+	}
+	for v, want := range map[string]struct {
+		always   bool
+		interval time.Duration
+	}{"always": {true, 2 * time.Minute}, "1s": {false, time.Second}} {
+		t.Setenv("BUB_JS_SYNC", v)
+		opts, err := server.ProcessConfigFile("nats/nats-server.conf")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if opts.SyncAlways != want.always || opts.SyncInterval != want.interval {
+			t.Errorf("BUB_JS_SYNC=%s: sync always %v interval %v", v, opts.SyncAlways, opts.SyncInterval)
+		}
 	}
 }

@@ -40,6 +40,7 @@ func startDeployServer(t *testing.T) *natstest.Server {
 	for role, pw := range rolePasswords {
 		t.Setenv("BUB_NATS_"+strings.ToUpper(role)+"_PASSWORD", pw)
 	}
+	t.Setenv("BUB_JS_SYNC", "always") // what compose passes by default
 	opts, err := server.ProcessConfigFile(deployConf)
 	if err != nil {
 		t.Fatalf("loading %s: %v", deployConf, err)

@@ -31,8 +31,17 @@ func urlFile(home string) string { return filepath.Join(home, "nats.url") }
 
 // withClient connects the way the common flags say: --nats / BUB_NATS_URL;
 // else the NATS server of a `bub up` running with the same home; else an
-// embedded server over <home>/nats for the duration of body.
+// embedded server over <home>/nats for the duration of body. It changes
+// the topology only when it embeds the server (a fresh home has none):
+// a client of a running cluster only binds to what exists, so a read
+// never creates or rescales a stream.
 func withClient(ctx context.Context, common *cli.Common, _ cli.Getenv, body func(context.Context, *client) error) error {
+	return connect(ctx, common, true, body)
+}
+
+// connect is withClient; ensure says whether to provision an embedded
+// server's topology before body.
+func connect(ctx context.Context, common *cli.Common, ensure bool, body func(context.Context, *client) error) error {
 	if err := common.Validate(); err != nil {
 		return err
 	}
@@ -54,8 +63,8 @@ func withClient(ctx context.Context, common *cli.Common, _ cli.Getenv, body func
 		return err
 	}
 	defer conn.Close()
-	if cl.Embedded() {
-		if err := natsx.EnsureTopology(ctx, conn.JS, conn.Names, conn.Topology); err != nil {
+	if ensure && cl.Embedded() {
+		if err := natsx.EnsureTopologyLogged(ctx, conn.JS, conn.Names, conn.Topology, log); err != nil {
 			return err
 		}
 	}

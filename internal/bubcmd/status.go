@@ -50,9 +50,10 @@ func printStatus(w io.Writer, st *status.Status) {
 
 	fmt.Fprintln(w, "\nSTREAMS")
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tMESSAGES\tBYTES\tFIRST\tLAST\tCONSUMERS\tLAST MESSAGE\t")
+	fmt.Fprintln(tw, "NAME\tMESSAGES\tBYTES\tFIRST\tLAST\tCONSUMERS\tLAST MESSAGE\tREPLICAS\tLEADER\tFOLLOWER LAG\t")
 	for _, s := range st.Streams {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%d\t%s\t\n", s.Name, s.Messages, bytesText(s.Bytes), s.FirstSeq, s.LastSeq, s.Consumers, ago(s.LastTime))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%d\t%s\t%d\t%s\t%s\t\n", s.Name, s.Messages, bytesText(s.Bytes), s.FirstSeq, s.LastSeq, s.Consumers, ago(s.LastTime),
+			s.Replicas, orDash(s.Leader), followerLag(s.Followers))
 	}
 	_ = tw.Flush()
 
@@ -156,4 +157,23 @@ func since(t time.Time) string {
 		return d.Round(time.Second).String()
 	}
 	return d.Round(time.Minute).String()
+}
+
+// followerLag renders each follower's lag, "n2=0 n3=12(offline)", or
+// "-" for a stream without followers.
+func followerLag(fs []status.Replica) string {
+	if len(fs) == 0 {
+		return "-"
+	}
+	parts := make([]string, len(fs))
+	for i, f := range fs {
+		parts[i] = fmt.Sprintf("%s=%d", f.Name, f.Lag)
+		switch {
+		case f.Offline:
+			parts[i] += "(offline)"
+		case !f.Current:
+			parts[i] += "(behind)"
+		}
+	}
+	return strings.Join(parts, " ")
 }

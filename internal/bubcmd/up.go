@@ -85,7 +85,7 @@ others stop and bub up exits non-zero.`,
 				return err
 			}
 			defer conn.Close()
-			if err := natsx.EnsureTopology(ctx, conn.JS, conn.Names, conn.Topology); err != nil {
+			if err := natsx.EnsureTopologyLogged(ctx, conn.JS, conn.Names, conn.Topology, log); err != nil {
 				return err
 			}
 			instance := cli.Instance(getenv)
@@ -124,6 +124,7 @@ others stop and bub up exits non-zero.`,
 		},
 	}
 	common.Bind(cmd.Flags(), getenv)
+	common.BindTopology(cmd.Flags(), getenv)
 	workercmd.Bind(cmd.Flags(), &wo, env.Env)
 	ingresscmd.Bind(cmd.Flags(), &ingressOpts.HTTP, getenv)
 	cmd.Flags().StringVar(&natsListen, "nats-listen", cli.EnvOr(getenv, "BUB_NATS_LISTEN", "127.0.0.1:4222"), "address the embedded NATS server listens on (empty = in-process only)")

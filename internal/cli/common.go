@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/pflag"
 
 	"github.com/bubbus/bub/internal/natsx"
@@ -43,8 +44,18 @@ type Common struct {
 	// Topology sizes streams and consumers; every process of a deployment
 	// must agree, so it comes from the environment only: BUB_ACK_WAIT
 	// (worker ack wait), BUB_MAX_DELIVER, BUB_TURN_TTL (turn registry),
-	// BUB_RECORDER_ACK_WAIT. Filled in by Validate.
+	// BUB_RECORDER_ACK_WAIT, BUB_REPLICAS, BUB_PLACEMENT_CLUSTER,
+	// BUB_PLACEMENT_TAGS, BUB_PROVISION; --replicas and --no-provision
+	// where [Common.BindTopology] added them. Filled in by Validate.
 	Topology natsx.Topology
+	// JSSync is the JetStream sync interval of an embedded server
+	// (BUB_JS_SYNC: "always" or a duration; empty = the server's 2m), see
+	// natsx.ParseSync.
+	JSSync string
+
+	replicas      int
+	noProvision   bool
+	topologyFlags bool
 
 	getenv Getenv
 }
@@ -79,7 +90,19 @@ func (c *Common) Bind(fs *pflag.FlagSet, getenv Getenv) {
 	}
 	fs.StringVar(&c.LogLevel, "log-level", EnvOr(getenv, "BUB_LOG_LEVEL", level), "debug, info, warn or error (env BUB_LOG_LEVEL)")
 	fs.StringVar(&c.LogFormat, "log-format", EnvOr(getenv, "BUB_LOG_FORMAT", "text"), "text or json (env BUB_LOG_FORMAT)")
+	c.JSSync = getenv("BUB_JS_SYNC")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", getenv("BUB_METRICS_ADDR"), "serve Prometheus /metrics and /healthz on this address, e.g. :9464 (env BUB_METRICS_ADDR)")
+}
+
+// BindTopology registers the flags of the commands that create the
+// topology (the services, bub up, bub run, bub provision): --replicas and
+// --no-provision, with defaults from BUB_REPLICAS and BUB_PROVISION.
+func (c *Common) BindTopology(fs *pflag.FlagSet, getenv Getenv) {
+	c.topologyFlags = true
+	replicas, _ := strconv.Atoi(getenv("BUB_REPLICAS")) // Validate reports a bad value
+	provision, err := strconv.ParseBool(EnvOr(getenv, "BUB_PROVISION", "true"))
+	fs.IntVar(&c.replicas, "replicas", replicas, "replicas of every stream, bucket and shared consumer: 1, 3 or 5 (env BUB_REPLICAS, default 1)")
+	fs.BoolVar(&c.noProvision, "no-provision", err == nil && !provision, "create and update no stream, bucket or consumer; check that they exist with compatible settings (see bub provision; env BUB_PROVISION=false)")
 }
 
 // Validate reports unusable settings.
@@ -99,8 +122,17 @@ func (c *Common) Validate() error {
 	}
 	if c.getenv != nil {
 		t, err := TopologyFromEnv(c.getenv)
+		if c.topologyFlags {
+			t.Replicas, t.NoProvision = c.replicas, c.noProvision
+			if verr := t.Validate(); verr != nil && err == nil {
+				err = verr
+			}
+		}
 		c.Topology = t
 		errs = append(errs, err)
+	}
+	if _, _, err := natsx.ParseSync(c.JSSync); err != nil {
+		errs = append(errs, fmt.Errorf("BUB_JS_SYNC: %w", err))
 	}
 	return errors.Join(errs...)
 }
@@ -133,8 +165,9 @@ func parseLevel(s string) (slog.Level, error) {
 }
 
 // TopologyFromEnv reads the topology settings every process of a
-// deployment must share: BUB_ACK_WAIT, BUB_MAX_DELIVER, BUB_TURN_TTL and
-// BUB_RECORDER_ACK_WAIT (unset = the documented defaults).
+// deployment must share: BUB_ACK_WAIT, BUB_MAX_DELIVER, BUB_TURN_TTL,
+// BUB_RECORDER_ACK_WAIT, BUB_REPLICAS, BUB_PLACEMENT_CLUSTER,
+// BUB_PLACEMENT_TAGS and BUB_PROVISION (unset = the documented defaults).
 func TopologyFromEnv(getenv Getenv) (natsx.Topology, error) {
 	var t natsx.Topology
 	var errs []error
@@ -157,6 +190,28 @@ func TopologyFromEnv(getenv Getenv) (natsx.Topology, error) {
 			errs = append(errs, fmt.Errorf("BUB_MAX_DELIVER=%q: want a positive number", v))
 		}
 		t.WorkerMaxDeliver = n
+	}
+	if v := getenv("BUB_REPLICAS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || (n != 1 && n != 3 && n != 5) {
+			errs = append(errs, fmt.Errorf("BUB_REPLICAS=%q: want 1, 3 or 5", v))
+		}
+		t.Replicas = n
+	}
+	if v := getenv("BUB_PROVISION"); v != "" {
+		p, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("BUB_PROVISION=%q: want true or false", v))
+		}
+		t.NoProvision = err == nil && !p
+	}
+	cluster, tags := getenv("BUB_PLACEMENT_CLUSTER"), getenv("BUB_PLACEMENT_TAGS")
+	if cluster != "" || tags != "" {
+		tt, err := natsx.ParseTags(tags)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("BUB_PLACEMENT_TAGS: %w", err))
+		}
+		t.Placement = &jetstream.Placement{Cluster: cluster, Tags: tt}
 	}
 	return t, errors.Join(errs...)
 }

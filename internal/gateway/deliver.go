@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/bubbus/bub/internal/dlq"
+	"github.com/bubbus/bub/internal/natsx"
 	"github.com/bubbus/bub/internal/telemetry"
 	"github.com/bubbus/bub/pkg/channels"
 	"github.com/bubbus/bub/pkg/envelope"
@@ -46,12 +47,29 @@ type delivery struct {
 	wg        sync.WaitGroup
 }
 
-// consumer creates (or binds) the shared consumer of channel.
+// consumer creates or updates the shared consumer of channel, or with
+// provisioning off checks it, then binds it.
 func (g *Gateway) consumer(ctx context.Context, channel string) (jetstream.Consumer, error) {
 	cfg := g.o.Topology.GatewayConsumer(g.o.Names, channel)
-	cons, err := g.o.JS.CreateOrUpdateConsumer(ctx, g.o.Names.OutboundStream(), cfg)
+	stream := g.o.Names.OutboundStream()
+	mode := natsx.Provision
+	if g.o.Topology.NoProvision {
+		mode = natsx.Check
+	}
+	err := natsx.Retry(ctx, g.o.Log, "consumer "+cfg.Durable, func(ctx context.Context) error {
+		c, err := natsx.ApplyConsumer(ctx, g.o.JS, stream, cfg, mode, g.o.Log)
+		if err == nil && mode == natsx.Check && c.Action != natsx.ActionUnchanged {
+			err = fmt.Errorf("%w (provisioning is off, BUB_PROVISION=false; run `bub provision --gateway-channel %s` or create it): consumer %s on stream %s: %s",
+				natsx.ErrIncompatible, channel, cfg.Durable, stream, c)
+		}
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("ensuring consumer %s: %w", cfg.Durable, err)
+	}
+	cons, err := g.o.JS.Consumer(ctx, stream, cfg.Durable)
+	if err != nil {
+		return nil, fmt.Errorf("binding consumer %s: %w", cfg.Durable, err)
 	}
 	return cons, nil
 }

@@ -30,7 +30,7 @@ type Options struct {
 // Run runs the gateway on conn until ctx ends, then drains it.
 func Run(ctx context.Context, conn *service.Conn, o Options, log *slog.Logger) error {
 	topo := conn.TopologyOr(o.Topology)
-	if err := natsx.EnsureTopology(ctx, conn.JS, conn.Names, topo); err != nil {
+	if err := natsx.EnsureTopologyLogged(ctx, conn.JS, conn.Names, topo, log); err != nil {
 		return err
 	}
 	conn.ReportStatus(func() any { return map[string]string{"channels": o.Enabled} })

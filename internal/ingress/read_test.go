@@ -108,6 +108,10 @@ func equal(a, b []int) bool {
 // reason naming it.
 func TestReadAPIBadInput(t *testing.T) {
 	f := setup(t, ingress.Config{})
+	// setup provisioned the tape stream with the rest of the topology
+	if err := f.js.DeleteStream(t.Context(), f.names.TapesStream()); err != nil {
+		t.Fatal(err)
+	}
 	status, body := get(t, f.srv.URL+"/v1/sessions", nil)
 	if status != 503 || body["code"] != "tapes_unavailable" {
 		t.Errorf("sessions before any tape store exists: %d %v, want 503 tapes_unavailable", status, body)

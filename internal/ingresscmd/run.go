@@ -28,7 +28,7 @@ var errNotConnected = errors.New("not connected to NATS")
 
 // Run serves the ingress HTTP API on conn until ctx ends.
 func Run(ctx context.Context, conn *service.Conn, o Options, log *slog.Logger) error {
-	if err := natsx.EnsureTopology(ctx, conn.JS, conn.Names, conn.TopologyOr(o.Topology)); err != nil {
+	if err := natsx.EnsureTopologyLogged(ctx, conn.JS, conn.Names, conn.TopologyOr(o.Topology), log); err != nil {
 		return err
 	}
 	gw, err := ingress.NewGateway(conn.NC, conn.JS, conn.Names, events.Source("ingress", o.Instance), log)

@@ -2,5 +2,6 @@
 // tests: a random loopback port, a store under t.TempDir() and shutdown in
 // t.Cleanup. No test in this repository mocks NATS.
 //
-// Start with [Start], then [Server.Conn] and [Server.JetStream].
+// Start with [Start], then [Server.Conn] and [Server.JetStream];
+// [StartCluster] runs a JetStream cluster of in-process servers.
 package natstest

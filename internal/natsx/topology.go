@@ -1,10 +1,11 @@
 package natsx
 
 import (
-	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -14,8 +15,17 @@ import (
 // Topology sizes the streams, consumers and buckets. The zero value means
 // the documented defaults.
 type Topology struct {
-	// Replicas of every stream and bucket (1).
+	// Replicas of every stream, bucket and shared durable consumer: 1, 3
+	// or 5 (BUB_REPLICAS, --replicas; 0 = 1).
 	Replicas int
+	// Placement, when set, places every stream and bucket in a cluster
+	// and/or on servers with tags (BUB_PLACEMENT_CLUSTER,
+	// BUB_PLACEMENT_TAGS).
+	Placement *jetstream.Placement
+	// NoProvision makes services create and update nothing: they check
+	// that the topology exists with compatible settings instead
+	// (BUB_PROVISION=false, --no-provision; see [Apply]).
+	NoProvision bool
 	// MemoryStorage keeps streams in memory instead of files (tests only).
 	MemoryStorage bool
 	// DuplicateWindow for inbound/outbound/events deduplication (2m).
@@ -78,8 +88,10 @@ func (t Topology) withDefaults() Topology {
 // Validate reports impossible settings.
 func (t Topology) Validate() error {
 	var errs []error
-	if t.Replicas < 0 || t.Replicas > 5 {
-		errs = append(errs, fmt.Errorf("replicas must be 1-5, got %d", t.Replicas))
+	switch t.Replicas {
+	case 0, 1, 3, 5:
+	default:
+		errs = append(errs, fmt.Errorf("replicas must be 1, 3 or 5, got %d", t.Replicas))
 	}
 	if t.WorkerMaxDeliver < 0 {
 		errs = append(errs, errors.New("worker max deliver must be positive"))
@@ -163,6 +175,7 @@ func (t Topology) WorkerConsumer(n subjects.Names) jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{
 		Durable:       n.WorkerConsumer(),
 		Description:   "bub workers (shared)",
+		Replicas:      t.Replicas,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       t.WorkerAckWait,
 		MaxDeliver:    t.WorkerMaxDeliver,
@@ -179,6 +192,7 @@ func (t Topology) RecorderConsumer(n subjects.Names) jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{
 		Durable:       n.RecorderConsumer(),
 		Description:   "bub recorder (only tape writer)",
+		Replicas:      t.Replicas,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       t.RecorderAckWait,
 		MaxDeliver:    -1,
@@ -198,6 +212,7 @@ func (t Topology) GatewayConsumer(n subjects.Names, channel string) jetstream.Co
 	return jetstream.ConsumerConfig{
 		Durable:       n.GatewayConsumer(channel),
 		Description:   "bub gateways delivering outbound envelopes of channel " + channel + " (shared)",
+		Replicas:      t.Replicas,
 		DeliverPolicy: jetstream.DeliverNewPolicy,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       t.GatewayAckWait,
@@ -235,27 +250,40 @@ func (t Topology) Buckets(n subjects.Names) []jetstream.KeyValueConfig {
 	}
 }
 
-// EnsureTopology creates or updates every stream, consumer and bucket. It
-// is idempotent; whichever service starts first creates them.
-func EnsureTopology(ctx context.Context, js jetstream.JetStream, n subjects.Names, t Topology) error {
-	if err := t.Validate(); err != nil {
-		return err
+// ParseTags parses a comma-separated list of placement tags
+// (BUB_PLACEMENT_TAGS): "" is none; every tag is non-empty after
+// trimming and has no whitespace or comma inside.
+func ParseTags(s string) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
 	}
-	for _, sc := range t.Streams(n) {
-		if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
-			return fmt.Errorf("ensuring stream %s: %w", sc.Name, err)
+	var tags []string
+	for _, f := range strings.Split(s, ",") {
+		tag := strings.TrimSpace(f)
+		if tag == "" {
+			return nil, fmt.Errorf("empty tag in %q", s)
 		}
-	}
-	for _, kc := range t.Buckets(n) {
-		if _, err := js.CreateOrUpdateKeyValue(ctx, kc); err != nil {
-			return fmt.Errorf("ensuring bucket %s: %w", kc.Bucket, err)
+		if strings.IndexFunc(tag, unicode.IsSpace) >= 0 {
+			return nil, fmt.Errorf("tag %q has whitespace", tag)
 		}
+		tags = append(tags, tag)
 	}
-	if _, err := js.CreateOrUpdateConsumer(ctx, n.InboundStream(), t.WorkerConsumer(n)); err != nil {
-		return fmt.Errorf("ensuring consumer %s: %w", n.WorkerConsumer(), err)
+	return tags, nil
+}
+
+// ParseSync parses a JetStream sync setting (BUB_JS_SYNC): "always"
+// fsyncs every write; a positive duration fsyncs at that interval; ""
+// keeps the server's default (2m).
+func ParseSync(s string) (interval time.Duration, always bool, err error) {
+	switch s = strings.TrimSpace(s); {
+	case s == "":
+		return 0, false, nil
+	case strings.EqualFold(s, "always"):
+		return 0, true, nil
 	}
-	if _, err := js.CreateOrUpdateConsumer(ctx, n.EventsStream(), t.RecorderConsumer(n)); err != nil {
-		return fmt.Errorf("ensuring consumer %s: %w", n.RecorderConsumer(), err)
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, false, fmt.Errorf("%q: want always or a positive duration such as 1s", s)
 	}
-	return nil
+	return d, false, nil
 }

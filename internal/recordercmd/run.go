@@ -29,7 +29,7 @@ type Options struct {
 
 // Run builds tapes from lifecycle events on conn until ctx ends.
 func Run(ctx context.Context, conn *service.Conn, o Options, log *slog.Logger) error {
-	if err := natsx.EnsureTopology(ctx, conn.JS, conn.Names, conn.TopologyOr(o.Topology)); err != nil {
+	if err := natsx.EnsureTopologyLogged(ctx, conn.JS, conn.Names, conn.TopologyOr(o.Topology), log); err != nil {
 		return err
 	}
 	state, err := conn.JS.KeyValue(ctx, conn.Names.StateBucket())
@@ -51,7 +51,9 @@ func Run(ctx context.Context, conn *service.Conn, o Options, log *slog.Logger) e
 // registry of the builtin plugin (which provides JetStream) and plugins,
 // started, its scope open for the duration of body and closed after it.
 func WithTapeStore(ctx context.Context, conn *service.Conn, plugins []hooks.Plugin, log *slog.Logger, body func(tape.Store) error) (err error) {
-	tapes := func(ctx context.Context) (tape.Store, error) { return tape.NewJetStreamStore(ctx, conn.JS, conn.Names) }
+	tapes := func(ctx context.Context) (tape.Store, error) {
+		return tape.NewJetStreamStore(ctx, conn.JS, conn.Names, tape.WithoutProvisioning())
+	}
 	reg, err := builtin.StartupRegistry(builtin.Startup{TapeStore: tapes}, plugins, log)
 	if err != nil {
 		return err

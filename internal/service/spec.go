@@ -62,6 +62,7 @@ type Spec struct {
 // so its --nats is required.
 func (s Spec) BindFlags(fs *pflag.FlagSet, common *cli.Common, getenv cli.Getenv) {
 	common.Bind(fs, getenv)
+	common.BindTopology(fs, getenv)
 	fs.Lookup("nats").Usage = "NATS URL of the cluster, required: a service never embeds a server (env BUB_NATS_URL)"
 	if s.Bind != nil {
 		s.Bind(fs)

@@ -2,10 +2,12 @@ package stack
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 
 	"github.com/bubbus/bub/internal/cli"
+	"github.com/bubbus/bub/internal/natsx"
 	"github.com/bubbus/bub/internal/natsx/embedded"
 	"github.com/bubbus/bub/internal/service"
 )
@@ -33,13 +35,24 @@ func Open(c *cli.Common, embed bool, listen string, log *slog.Logger) (*Cluster,
 	if !embed {
 		return nil, service.ErrNoURL
 	}
-	e, err := embedded.Start(embedded.Config{StoreDir: filepath.Join(c.Home, "nats"), Listen: listen})
+	interval, always, err := natsx.ParseSync(c.JSSync)
+	if err != nil {
+		return nil, fmt.Errorf("BUB_JS_SYNC: %w", err)
+	}
+	e, err := embedded.Start(embedded.Config{StoreDir: filepath.Join(c.Home, "nats"), Listen: listen, SyncAlways: always, SyncInterval: interval})
 	if err != nil {
 		return nil, err
 	}
 	cl.embedded = e
-	log.Info("nats.embedded", "store", filepath.Join(c.Home, "nats"), "url", e.ClientURL())
+	log.Info("nats.embedded", "store", filepath.Join(c.Home, "nats"), "url", e.ClientURL(), "sync", orDefault(c.JSSync, "2m (default)"))
 	return cl, nil
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 // URL returns the client URL of the cluster ("" for an embedded server

@@ -56,6 +56,22 @@ type Stream struct {
 	LastSeq   uint64    `json:"last_seq"`
 	LastTime  time.Time `json:"last_time"`
 	Consumers int       `json:"consumers"`
+	// Replicas is the configured replica count; Leader the server that
+	// leads the stream ("" on a single server without clustering);
+	// Followers the other replicas (from StreamInfo.Cluster).
+	Replicas  int       `json:"replicas"`
+	Leader    string    `json:"leader,omitempty"`
+	Followers []Replica `json:"followers,omitempty"`
+}
+
+// Replica is a follower of a replicated stream.
+type Replica struct {
+	Name string `json:"name"`
+	// Current reports whether it is caught up with the leader.
+	Current bool `json:"current"`
+	Offline bool `json:"offline,omitempty"`
+	// Lag is how many operations it is behind the leader.
+	Lag uint64 `json:"lag"`
 }
 
 // Consumer is one consumer of a Bub stream.
@@ -158,7 +174,15 @@ func Collect(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, n subje
 		}
 		info := s.CachedInfo()
 		st.Streams = append(st.Streams, Stream{Name: name, Messages: info.State.Msgs, Bytes: info.State.Bytes,
-			FirstSeq: info.State.FirstSeq, LastSeq: info.State.LastSeq, LastTime: info.State.LastTime, Consumers: info.State.Consumers})
+			FirstSeq: info.State.FirstSeq, LastSeq: info.State.LastSeq, LastTime: info.State.LastTime, Consumers: info.State.Consumers,
+			Replicas: info.Config.Replicas})
+		if c := info.Cluster; c != nil {
+			last := &st.Streams[len(st.Streams)-1]
+			last.Leader = c.Leader
+			for _, p := range c.Replicas {
+				last.Followers = append(last.Followers, Replica{Name: p.Name, Current: p.Current, Offline: p.Offline, Lag: p.Lag})
+			}
+		}
 		lister := s.ListConsumers(ctx)
 		for ci := range lister.Info() {
 			cs := Consumer{Stream: name, Name: ci.Name, Pending: ci.NumPending, AckPending: ci.NumAckPending,

@@ -61,7 +61,7 @@ type Options struct {
 
 // NewRuntime builds a worker's turn runtime on conn.
 func NewRuntime(ctx context.Context, conn *service.Conn, o Options, log *slog.Logger) (*worker.Runtime, error) {
-	if err := natsx.EnsureTopology(ctx, conn.JS, conn.Names, conn.TopologyOr(o.Topology)); err != nil {
+	if err := natsx.EnsureTopologyLogged(ctx, conn.JS, conn.Names, conn.TopologyOr(o.Topology), log); err != nil {
 		return nil, err
 	}
 	state, err := conn.JS.KeyValue(ctx, conn.Names.StateBucket())
@@ -81,9 +81,11 @@ func NewRuntime(ctx context.Context, conn *service.Conn, o Options, log *slog.Lo
 	}
 	return worker.NewRuntime(ctx, worker.RuntimeOptions{
 		NC: conn.NC, JS: conn.JS, Names: conn.Names,
-		Source:    events.Source("worker", o.Instance),
-		Instance:  o.Instance,
-		TapeStore: func(ctx context.Context) (tape.Store, error) { return tape.NewJetStreamStore(ctx, conn.JS, conn.Names) },
+		Source:   events.Source("worker", o.Instance),
+		Instance: o.Instance,
+		TapeStore: func(ctx context.Context) (tape.Store, error) {
+			return tape.NewJetStreamStore(ctx, conn.JS, conn.Names, tape.WithoutProvisioning())
+		},
 		State:     state,
 		Models:    o.Models,
 		Workspace: o.Workspace,

@@ -156,27 +156,15 @@ func NewJetStreamStore(ctx context.Context, js jetstream.JetStream, names subjec
 	s := &JetStreamStore{js: js, names: names, source: storeSource(js), grace: o.grace, seen: map[string]uint64{}}
 	var err error
 	if o.provision {
-		s.stream, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-			Name:        names.TapesStream(),
-			Description: "Bub tapes: one subject per session, one message per entry",
-			Subjects:    []string{names.TapesAll(), names.TapeArchivesAll()},
-			Retention:   jetstream.LimitsPolicy,
-			Storage:     jetstream.FileStorage,
-			Replicas:    o.replicas,
-			// No direct gets: followers may serve them stale, and the few
-			// single-message reads must see every committed entry.
-			AllowDirect: false,
-		})
+		sc := StreamConfig(names)
+		sc.Replicas = o.replicas
+		s.stream, err = js.CreateOrUpdateStream(ctx, sc)
 		if err != nil {
 			return nil, fmt.Errorf("creating stream %s: %w", names.TapesStream(), err)
 		}
-		s.kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket:      names.TapeIndexBucket(),
-			Description: "Bub tape index: committed range, anchors, commits, watermarks",
-			History:     1,
-			Storage:     jetstream.FileStorage,
-			Replicas:    o.replicas,
-		})
+		kc := IndexBucketConfig(names)
+		kc.Replicas = o.replicas
+		s.kv, err = js.CreateOrUpdateKeyValue(ctx, kc)
 		if err != nil {
 			return nil, fmt.Errorf("creating bucket %s: %w", names.TapeIndexBucket(), err)
 		}
@@ -189,6 +177,35 @@ func NewJetStreamStore(ctx context.Context, js jetstream.JetStream, names subjec
 		return nil, fmt.Errorf("binding bucket %s: %w", names.TapeIndexBucket(), err)
 	}
 	return s, nil
+}
+
+// StreamConfig is the configuration of the tapes stream of names (one
+// replica), which [NewJetStreamStore] creates or updates unless
+// [WithoutProvisioning] is given.
+func StreamConfig(names subjects.Names) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:        names.TapesStream(),
+		Description: "Bub tapes: one subject per session, one message per entry",
+		Subjects:    []string{names.TapesAll(), names.TapeArchivesAll()},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     jetstream.FileStorage,
+		Replicas:    1,
+		// No direct gets: followers may serve them stale, and the few
+		// single-message reads must see every committed entry.
+		AllowDirect: false,
+	}
+}
+
+// IndexBucketConfig is the configuration of the tape index bucket of
+// names (one replica), see [StreamConfig].
+func IndexBucketConfig(names subjects.Names) jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{
+		Bucket:      names.TapeIndexBucket(),
+		Description: "Bub tape index: committed range, anchors, commits, watermarks",
+		History:     1,
+		Storage:     jetstream.FileStorage,
+		Replicas:    1,
+	}
 }
 
 // storeSource is the CloudEvents source of the entries a store on js

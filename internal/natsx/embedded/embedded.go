@@ -21,6 +21,11 @@ type Config struct {
 	Listen string
 	// ConfigFile is an optional nats-server configuration file.
 	ConfigFile string
+	// SyncAlways makes JetStream fsync every write; else SyncInterval,
+	// when set, is how often it fsyncs (the server's default is 2m). See
+	// natsx.ParseSync (BUB_JS_SYNC).
+	SyncAlways   bool
+	SyncInterval time.Duration
 }
 
 // Server is a running in-process nats-server with JetStream.
@@ -46,6 +51,13 @@ func Start(cfg Config) (*Server, error) {
 	opts.StoreDir = cfg.StoreDir
 	opts.NoSigs = true
 	opts.NoLog = true
+	if cfg.SyncInterval > 0 {
+		opts.SyncInterval = cfg.SyncInterval
+	}
+	if cfg.SyncAlways {
+		opts.SyncAlways = true
+		opts.SyncInterval = 2 * time.Minute // what nats-server sets for sync_interval: always
+	}
 	if cfg.Listen == "" {
 		opts.DontListen = true
 	} else {

@@ -1,6 +1,9 @@
 package embedded
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // TestInProcessAndListener: without Listen the server takes in-process
 // connections only (no client URL); with one it also listens.
@@ -21,6 +24,31 @@ func TestEmbeddedInProcessAndListener(t *testing.T) {
 			t.Errorf("listen %q: flush: %v", listen, err)
 		}
 		nc.Close()
+		e.Shutdown()
+	}
+}
+
+// TestEmbeddedSync: BUB_JS_SYNC's settings reach the server's JetStream:
+// always, an interval, or nats-server's 2m default.
+func TestEmbeddedSync(t *testing.T) {
+	for _, c := range []struct {
+		cfg          Config
+		always       bool
+		wantInterval time.Duration
+	}{
+		{Config{}, false, 2 * time.Minute},
+		{Config{SyncInterval: time.Second}, false, time.Second},
+		{Config{SyncAlways: true}, true, 2 * time.Minute},
+	} {
+		c.cfg.StoreDir = t.TempDir()
+		e, err := Start(c.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		js := e.srv.JetStreamConfig()
+		if js.SyncAlways != c.always || js.SyncInterval != c.wantInterval {
+			t.Errorf("%+v: sync always %v interval %v", c.cfg, js.SyncAlways, js.SyncInterval)
+		}
 		e.Shutdown()
 	}
 }

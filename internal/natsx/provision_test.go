@@ -1,0 +1,298 @@
+package natsx
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/bubbus/bub/internal/natstest"
+	"github.com/bubbus/bub/pkg/subjects"
+)
+
+func streamNames(t *testing.T, js jetstream.JetStream) []string {
+	t.Helper()
+	var names []string
+	l := js.StreamNames(t.Context())
+	for n := range l.Name() {
+		names = append(names, n)
+	}
+	if err := l.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+// TestApplyCheckNamesTheFirstMissingStream: with provisioning off an
+// empty server fails with an error naming the inbound stream (the first
+// of the topology) and creates nothing; a dry run creates nothing either
+// and lists every resource as to be created.
+func TestApplyCheckNamesTheFirstMissingStream(t *testing.T) {
+	_, js := natstest.Start(t).JetStream(t)
+	n := subjects.Default()
+	_, err := Apply(t.Context(), js, n, Topology{NoProvision: true}, Check, nil)
+	if !errors.Is(err, ErrIncompatible) || !strings.Contains(err.Error(), "stream BUB_INBOUND is missing") {
+		t.Fatalf("check on an empty server: %v", err)
+	}
+	if !strings.Contains(err.Error(), "bucket bub_tape_index is missing") || !strings.Contains(err.Error(), "consumer workers on stream BUB_INBOUND is missing") {
+		t.Errorf("the error does not name every missing resource: %v", err)
+	}
+	changes, err := Apply(t.Context(), js, n, Topology{}, DryRun, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(changes) != 6+4+2 {
+		t.Errorf("dry run lists %d resources, want 6 streams, 4 buckets, 2 consumers: %v", len(changes), changes)
+	}
+	for _, c := range changes {
+		if c.Action != ActionCreate {
+			t.Errorf("dry run on an empty server: %s", c)
+		}
+	}
+	if got := streamNames(t, js); len(got) != 0 {
+		t.Errorf("check and dry run created streams %v", got)
+	}
+}
+
+// TestApplyUpdatesWhatDiffersWithOneLogLine: provisioning updates a
+// stream whose settings differ, logging the stream and the change from →
+// to, and leaves the rest alone; a dry run reports the update without
+// making it; Check accepts tuned limits but names an incompatible
+// setting.
+func TestApplyUpdatesWhatDiffersWithOneLogLine(t *testing.T) {
+	_, js := natstest.Start(t).JetStream(t)
+	n := subjects.Default()
+	ctx := t.Context()
+	if err := EnsureTopology(ctx, js, n, Topology{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Apply(ctx, js, n, Topology{}, Check, nil); err != nil {
+		t.Fatalf("check after provisioning: %v", err)
+	}
+	events, err := js.Stream(ctx, "BUB_EVENTS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tuned := events.CachedInfo().Config
+	tuned.MaxAge = time.Hour // an operator's limit: compatible
+	if _, err := js.UpdateStream(ctx, tuned); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Apply(ctx, js, n, Topology{}, Check, nil); err != nil {
+		t.Errorf("check rejects a tuned limit: %v", err)
+	}
+	tuned.Duplicates = time.Minute // dedupe window: incompatible
+	if _, err := js.UpdateStream(ctx, tuned); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Apply(ctx, js, n, Topology{}, Check, nil); err == nil || !strings.Contains(err.Error(), "stream BUB_EVENTS differs: duplicate_window 1m0s → 2m0s") {
+		t.Errorf("check of a changed dedupe window: %v", err)
+	}
+	changes, err := Apply(ctx, js, n, Topology{}, DryRun, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if changes[1].Name != "BUB_EVENTS" || changes[1].Action != ActionUpdate {
+		t.Errorf("dry run: %v", changes[1])
+	}
+	if got := mustStream(t, js, "BUB_EVENTS"); got.Duplicates != time.Minute {
+		t.Errorf("dry run changed the stream: duplicates %v", got.Duplicates)
+	}
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	if _, err := Apply(ctx, js, n, Topology{}, Provision, log); err != nil {
+		t.Fatal(err)
+	}
+	got := mustStream(t, js, "BUB_EVENTS")
+	if got.Duplicates != 2*time.Minute || got.MaxAge != 7*24*time.Hour {
+		t.Errorf("not updated: duplicates %v, max age %v", got.Duplicates, got.MaxAge)
+	}
+	want := `msg=natsx.stream_updated stream=BUB_EVENTS changes="duplicate_window 1m0s → 2m0s, max_age 1h0m0s → 168h0m0s"`
+	if lines := strings.Split(strings.TrimSpace(logs.String()), "\n"); len(lines) != 1 || !strings.Contains(lines[0], want) {
+		t.Errorf("log:\n%s\nwant one line with %s", logs.String(), want)
+	}
+}
+
+func mustStream(t *testing.T, js jetstream.JetStream, name string) jetstream.StreamConfig {
+	t.Helper()
+	s, err := js.Stream(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.CachedInfo().Config
+}
+
+// TestApplyReplicasAndPlacement: every stream, bucket and shared
+// consumer gets the topology's replicas and placement (a single server
+// holds R1; its cluster placement is the server's own name-less cluster,
+// so the placement is checked on the wanted configurations), and
+// replicas other than 1, 3 or 5 are refused.
+func TestApplyReplicasAndPlacement(t *testing.T) {
+	_, js := natstest.Start(t).JetStream(t)
+	n := subjects.Default()
+	p := &jetstream.Placement{Tags: []string{"ssd"}}
+	topo := Topology{Replicas: 3, Placement: p}
+	for _, sc := range topo.AllStreams(n) {
+		if sc.Replicas != 3 || sc.Placement != p {
+			t.Errorf("stream %s: replicas %d placement %v", sc.Name, sc.Replicas, sc.Placement)
+		}
+	}
+	for _, kc := range topo.AllBuckets(n) {
+		if kc.Replicas != 3 || kc.Placement != p {
+			t.Errorf("bucket %s: replicas %d placement %v", kc.Bucket, kc.Replicas, kc.Placement)
+		}
+	}
+	for _, cc := range []jetstream.ConsumerConfig{topo.WorkerConsumer(n), topo.RecorderConsumer(n), topo.GatewayConsumer(n, "telegram")} {
+		if cc.Replicas != 3 {
+			t.Errorf("consumer %s: replicas %d", cc.Durable, cc.Replicas)
+		}
+	}
+	if _, err := Apply(t.Context(), js, n, Topology{Replicas: 2}, Provision, nil); err == nil || !strings.Contains(err.Error(), "replicas must be 1, 3 or 5") {
+		t.Errorf("replicas 2: %v", err)
+	}
+	if _, err := Apply(t.Context(), js, n, Topology{Replicas: 3}, Provision, nil); err == nil {
+		t.Error("R3 on a single server was accepted")
+	}
+	if err := EnsureTopology(t.Context(), js, n, Topology{Replicas: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range streamNames(t, js) {
+		if r := mustStream(t, js, name).Replicas; r != 1 {
+			t.Errorf("stream %s: replicas %d", name, r)
+		}
+	}
+}
+
+// TestConcurrentEnsureTopology: services starting together provision
+// the same topology at once; every one of them succeeds (a create that
+// loses the race is retried and finds the stream).
+func TestConcurrentEnsureTopology(t *testing.T) {
+	_, js := natstest.Start(t).JetStream(t)
+	n := subjects.Default()
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Go(func() { errs[i] = EnsureTopology(t.Context(), js, n, Topology{}) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("ensure %d: %v", i, err)
+		}
+	}
+	if _, err := Apply(t.Context(), js, n, Topology{}, Check, nil); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestRetry: transient errors are retried and logged until the
+// operation succeeds; other errors end it at once; the bound ends it.
+func TestRetry(t *testing.T) {
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	calls := 0
+	err := Retry(t.Context(), log, "stream X", func(context.Context) error {
+		calls++
+		if calls < 3 {
+			return &jetstream.APIError{Code: 503, ErrorCode: 10008, Description: "JetStream system temporarily unavailable"}
+		}
+		return nil
+	})
+	if err != nil || calls != 3 || strings.Count(logs.String(), "msg=natsx.retry what=\"stream X\"") != 2 {
+		t.Errorf("err %v after %d calls, log:\n%s", err, calls, logs.String())
+	}
+	calls = 0
+	fatal := &jetstream.APIError{Code: 500, ErrorCode: 10074, Description: "replicas > 1 not supported in non-clustered mode"}
+	if err := Retry(t.Context(), log, "x", func(context.Context) error { calls++; return fatal }); !errors.Is(err, fatal) || calls != 1 {
+		t.Errorf("non-transient: err %v after %d calls", err, calls)
+	}
+	old := EnsureBound
+	EnsureBound = 300 * time.Millisecond
+	t.Cleanup(func() { EnsureBound = old })
+	start := time.Now()
+	if err := Retry(t.Context(), log, "x", func(context.Context) error { return context.DeadlineExceeded }); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 3*time.Second {
+		t.Errorf("bounded retry: %v after %v", err, time.Since(start))
+	}
+}
+
+func TestTransient(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{context.DeadlineExceeded, true},
+		{jetstream.ErrNoStreamResponse, true},
+		{&jetstream.APIError{Code: 400, ErrorCode: jetstream.JSErrCodeStreamNameInUse}, true},
+		{&jetstream.APIError{Code: 400, ErrorCode: errCodeReconfigureInProgress}, true},
+		{&jetstream.APIError{Code: 503, ErrorCode: 10008}, true},
+		{&jetstream.APIError{Code: 400, ErrorCode: jetstream.JSErrCodeBadRequest}, false},
+		{errors.New("boom"), false},
+	} {
+		if got := Transient(c.err); got != c.want {
+			t.Errorf("Transient(%v) = %v", c.err, got)
+		}
+	}
+}
+
+// TestApplyOnThreeNodeCluster: on a 3-server JetStream cluster, three
+// services starting at once and scaling a provisioned R1 topology to R3
+// all succeed; every stream, bucket and shared consumer ends at 3
+// replicas, the updates are logged "replicas 1 → 3", and a check at R3
+// passes.
+func TestApplyOnThreeNodeCluster(t *testing.T) {
+	_, js := natstest.StartCluster(t, 3).JetStream(t)
+	n := subjects.Default()
+	ctx := t.Context()
+	if err := EnsureTopology(ctx, js, n, Topology{Replicas: 1}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))
+	errs := make([]error, 3)
+	for i := range errs {
+		wg.Go(func() { _, errs[i] = Apply(ctx, js, n, Topology{Replicas: 3}, Provision, log) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("service %d: %v", i, err)
+		}
+	}
+	for _, name := range streamNames(t, js) {
+		if r := mustStream(t, js, name).Replicas; r != 3 {
+			t.Errorf("stream %s: replicas %d", name, r)
+		}
+	}
+	cons, err := js.Consumer(ctx, "BUB_INBOUND", "workers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := cons.CachedInfo().Config.Replicas; r != 3 {
+		t.Errorf("worker consumer: replicas %d", r)
+	}
+	if !strings.Contains(logs.String(), `msg=natsx.stream_updated stream=BUB_INBOUND changes="replicas 1 → 3"`) {
+		t.Errorf("no update logged:\n%s", logs.String())
+	}
+	if _, err := Apply(ctx, js, n, Topology{Replicas: 3}, Check, nil); err != nil {
+		t.Error(err)
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
