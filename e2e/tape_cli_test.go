@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -9,7 +10,8 @@ import (
 	"github.com/bubbus/bub/internal/natstest"
 )
 
-// TestTapeCLIImportExportRoundTrip imports a tape written by Python Bub's
+// TestTapeCLIImportExportRoundTrip provisions the topology (a tape
+// command alone refuses to create it), imports a tape written by Python Bub's
 // file store (legacy timestamps, junk lines), exports it, imports the
 // export into a second session and exports again: the two exports are
 // byte-identical, and info/search/anchors/handoff/reset work on it.
@@ -18,6 +20,13 @@ func TestTapeCLIImportExportRoundTrip(t *testing.T) {
 	nats := []string{"--nats", srv.URL}
 	bub := func(args ...string) string { return run(t, "bub", nil, append(args, nats...)...) }
 
+	// A tape command never creates the topology: on an empty server it
+	// says what does.
+	cmd := exec.Command(binary(t, "bub"), append([]string{"tape", "import", "py", "testdata/python-bub-tape.jsonl"}, nats...)...)
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "run `bub provision` first") {
+		t.Fatalf("import before anything was provisioned: %v\n%s", err, out)
+	}
+	bub("provision")
 	out := bub("tape", "import", "py", "testdata/python-bub-tape.jsonl")
 	if !strings.Contains(out, "imported 5 entries") {
 		t.Fatalf("import: %s", out)

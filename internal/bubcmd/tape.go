@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/bubbus/bub/internal/cli"
@@ -88,11 +89,17 @@ func tapeCmd(env *Env, use, short string, args cobra.PositionalArgs, flags func(
 	cmd := &cobra.Command{
 		Use: use, Short: short, Args: args,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withClient(cmd.Context(), &common, getenv, func(ctx context.Context, c *client) error {
+			err := withClient(cmd.Context(), &common, getenv, func(ctx context.Context, c *client) error {
 				return recordercmd.WithTapeStore(ctx, c.conn, env.Plugins, c.log, func(store tape.Store) error {
 					return body(ctx, &tapeClient{client: c, store: store}, args, cmd.OutOrStdout())
 				})
 			})
+			if errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrBucketNotFound) {
+				// A tape command never creates the topology (a read must
+				// not change it); say what does.
+				err = fmt.Errorf("%w (the topology is not provisioned: start the services or run `bub provision` first)", err)
+			}
+			return err
 		},
 	}
 	common.Bind(cmd.Flags(), getenv)
