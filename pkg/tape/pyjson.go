@@ -1,6 +1,7 @@
 package tape
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -32,13 +33,8 @@ func appendJSON(b []byte, v any) []byte {
 	case int64:
 		return strconv.AppendInt(b, v, 10)
 	case map[string]any:
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
 		b = append(b, '{')
-		for i, k := range keys {
+		for i, k := range slices.Sorted(maps.Keys(v)) {
 			if i > 0 {
 				b = append(b, ", "...)
 			}
