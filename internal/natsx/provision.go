@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/bubbus/bub/pkg/jsretry"
 	"github.com/bubbus/bub/pkg/subjects"
 	"github.com/bubbus/bub/pkg/tape"
 )
@@ -409,53 +408,13 @@ func sortedJoin(s []string) string {
 var EnsureBound = time.Minute
 
 // Retry runs op until it succeeds, fails with an error that is not
-// transient, ctx ends or [EnsureBound] has passed, waiting between
-// attempts with exponential backoff (250ms doubling up to 5s, with
-// jitter) and logging each retry. Transient errors are those of a
-// cluster electing leaders or updating a stream concurrently: timeouts,
-// no responders, JetStream 503s and "already in progress".
+// transient ([jsretry.Transient]: a cluster electing leaders or
+// updating a stream concurrently), ctx ends or [EnsureBound] has passed,
+// waiting between attempts with exponential backoff (250ms doubling up to
+// 5s, with jitter) and logging each retry.
 func Retry(ctx context.Context, log *slog.Logger, what string, op func(context.Context) error) error {
-	deadline := time.Now().Add(EnsureBound)
-	wait := 250 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		err := op(ctx)
-		if err == nil || !Transient(err) || ctx.Err() != nil || time.Now().After(deadline) {
-			return err
-		}
-		sleep := wait/2 + rand.N(wait) // jitter: 0.5–1.5 × wait
-		log.Warn("natsx.retry", "what", what, "attempt", attempt, "wait", sleep, "err", err)
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(sleep):
-		}
-		wait = min(2*wait, 5*time.Second)
-	}
-}
-
-// JetStream error codes of changes that are momentarily impossible (the
-// jetstream package names the others, a concurrent create that won).
-const (
-	errCodeMemberChangeInflight  jetstream.ErrorCode = 10202
-	errCodeReconfigureInProgress jetstream.ErrorCode = 10226
-	// a consumer scaled before its stream's concurrent scale-up is seen
-	errCodeReplicasExceedStream jetstream.ErrorCode = 10126
-)
-
-// Transient reports whether err is worth retrying while a cluster elects
-// leaders or several services update the topology at once.
-func Transient(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
-		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) {
-		return true
-	}
-	var apiErr *jetstream.APIError
-	if errors.As(err, &apiErr) {
-		switch apiErr.ErrorCode {
-		case jetstream.JSErrCodeStreamNameInUse, jetstream.JSErrCodeConsumerExists, jetstream.JSErrCodeConsumerAlreadyExists, errCodeMemberChangeInflight, errCodeReconfigureInProgress, errCodeReplicasExceedStream:
-			return true
-		}
-		return apiErr.Code == 503
-	}
-	return false
+	b := jsretry.Backoff{First: 250 * time.Millisecond, Max: 5 * time.Second}
+	return b.Do(ctx, time.Now().Add(EnsureBound), func(attempt int, wait time.Duration, err error) {
+		log.Warn("natsx.retry", "what", what, "attempt", attempt, "wait", wait, "err", err)
+	}, op)
 }

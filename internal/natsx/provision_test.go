@@ -221,25 +221,6 @@ func TestRetry(t *testing.T) {
 	}
 }
 
-func TestTransient(t *testing.T) {
-	for _, c := range []struct {
-		err  error
-		want bool
-	}{
-		{context.DeadlineExceeded, true},
-		{jetstream.ErrNoStreamResponse, true},
-		{&jetstream.APIError{Code: 400, ErrorCode: jetstream.JSErrCodeStreamNameInUse}, true},
-		{&jetstream.APIError{Code: 400, ErrorCode: errCodeReconfigureInProgress}, true},
-		{&jetstream.APIError{Code: 503, ErrorCode: 10008}, true},
-		{&jetstream.APIError{Code: 400, ErrorCode: jetstream.JSErrCodeBadRequest}, false},
-		{errors.New("boom"), false},
-	} {
-		if got := Transient(c.err); got != c.want {
-			t.Errorf("Transient(%v) = %v", c.err, got)
-		}
-	}
-}
-
 // TestApplyOnThreeNodeCluster: on a 3-server JetStream cluster, three
 // services starting at once and scaling a provisioned R1 topology to R3
 // all succeed; every stream, bucket and shared consumer ends at 3

@@ -1,0 +1,73 @@
+package jsretry
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// JetStream error codes of changes that are momentarily impossible (the
+// jetstream package names the others, a concurrent create that won).
+const (
+	errCodeMemberChangeInflight  jetstream.ErrorCode = 10202
+	errCodeReconfigureInProgress jetstream.ErrorCode = 10226
+	// a consumer scaled before its stream's concurrent scale-up is seen
+	errCodeReplicasExceedStream jetstream.ErrorCode = 10126
+)
+
+// Transient reports whether err is worth retrying while a cluster elects
+// leaders or several services update the topology at once: timeouts, no
+// responders, no response from the stream, JetStream 503s and "already
+// in progress".
+func Transient(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) {
+		return true
+	}
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		switch apiErr.ErrorCode {
+		case jetstream.JSErrCodeStreamNameInUse, jetstream.JSErrCodeConsumerExists, jetstream.JSErrCodeConsumerAlreadyExists, errCodeMemberChangeInflight, errCodeReconfigureInProgress, errCodeReplicasExceedStream:
+			return true
+		}
+		return apiErr.Code == 503
+	}
+	return false
+}
+
+// Backoff is a retry policy: the first wait, doubled after each attempt
+// up to Max, each wait jittered to 0.5–1.5 × its value.
+type Backoff struct {
+	First, Max time.Duration
+}
+
+// Do runs op until it succeeds, fails with an error that is not
+// [Transient], ctx ends or the next attempt would start after deadline,
+// and returns op's last error. Before each wait it calls onRetry (when
+// not nil) with the attempt that failed, the wait and the error.
+func (b Backoff) Do(ctx context.Context, deadline time.Time, onRetry func(attempt int, wait time.Duration, err error), op func(context.Context) error) error {
+	wait := b.First
+	for attempt := 1; ; attempt++ {
+		err := op(ctx)
+		if err == nil || !Transient(err) || ctx.Err() != nil {
+			return err
+		}
+		sleep := wait/2 + rand.N(wait)
+		if time.Now().Add(sleep).After(deadline) {
+			return err
+		}
+		if onRetry != nil {
+			onRetry(attempt, sleep, err)
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(sleep):
+		}
+		wait = min(2*wait, b.Max)
+	}
+}

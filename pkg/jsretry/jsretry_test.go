@@ -1,0 +1,59 @@
+package jsretry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+func TestTransient(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{context.DeadlineExceeded, true},
+		{fmt.Errorf("reading: %w", nats.ErrNoResponders), true},
+		{jetstream.ErrNoStreamResponse, true},
+		{&jetstream.APIError{Code: 400, ErrorCode: jetstream.JSErrCodeStreamNameInUse}, true},
+		{&jetstream.APIError{Code: 400, ErrorCode: errCodeReconfigureInProgress}, true},
+		{&jetstream.APIError{Code: 503, ErrorCode: 10008}, true},
+		{&jetstream.APIError{Code: 400, ErrorCode: jetstream.JSErrCodeBadRequest}, false},
+		{errors.New("boom"), false},
+	} {
+		if got := Transient(c.err); got != c.want {
+			t.Errorf("Transient(%v) = %v", c.err, got)
+		}
+	}
+}
+
+// TestDo: transient errors are retried until op succeeds; a permanent one
+// ends at once; the deadline bounds the retries.
+func TestDo(t *testing.T) {
+	b := Backoff{First: time.Millisecond, Max: 4 * time.Millisecond}
+	ctx := context.Background()
+	calls, retries := 0, 0
+	err := b.Do(ctx, time.Now().Add(time.Minute), func(int, time.Duration, error) { retries++ }, func(context.Context) error {
+		if calls++; calls < 4 {
+			return nats.ErrNoResponders
+		}
+		return nil
+	})
+	if err != nil || calls != 4 || retries != 3 {
+		t.Fatalf("retried to success: err %v, %d calls, %d retries", err, calls, retries)
+	}
+	calls = 0
+	boom := errors.New("boom")
+	if err := b.Do(ctx, time.Now().Add(time.Minute), nil, func(context.Context) error { calls++; return boom }); err != boom || calls != 1 {
+		t.Fatalf("permanent error: %v after %d calls", err, calls)
+	}
+	start := time.Now()
+	err = b.Do(ctx, start.Add(50*time.Millisecond), nil, func(context.Context) error { return nats.ErrNoResponders })
+	if !errors.Is(err, nats.ErrNoResponders) || time.Since(start) > time.Second {
+		t.Fatalf("bounded: %v after %v", err, time.Since(start))
+	}
+}
