@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/bubbus/bub/pkg/jsretry"
 	"github.com/bubbus/bub/pkg/subjects"
 )
 
@@ -337,6 +338,11 @@ func (s *JetStreamStore) readCommitted(ctx context.Context, ix Index, start uint
 // scan calls fn for each message of subj with start <= sequence <= end, in
 // order, and stops after limit messages when limit > 0. It reads through an
 // ephemeral consumer that it deletes when done.
+//
+// On a cluster the consumer is created on the stream leader and the other
+// servers learn of it a moment later, so a fetch through another server
+// can meet "no responders"; creating, fetching and message gets retry
+// such transient errors for up to [readRetryBound] (see [readRetry]).
 func (s *JetStreamStore) scan(ctx context.Context, subj string, start, end uint64, limit int, fn func(seq uint64, msgID string, data []byte) error) error {
 	if start > end {
 		return nil
@@ -344,14 +350,18 @@ func (s *JetStreamStore) scan(ctx context.Context, subj string, start, end uint6
 	if limit > 0 && limit <= smallReadMax {
 		return s.scanByGets(ctx, subj, start, end, limit, fn)
 	}
-	cons, err := s.stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
-		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:       start,
-		FilterSubject:     subj,
-		AckPolicy:         jetstream.AckNonePolicy,
-		MemoryStorage:     true,
-		Replicas:          1,
-		InactiveThreshold: time.Minute, // only if the delete below is lost
+	var cons jetstream.Consumer
+	err := readRetry(ctx, func(ctx context.Context) (err error) {
+		cons, err = s.stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
+			DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
+			OptStartSeq:       start,
+			FilterSubject:     subj,
+			AckPolicy:         jetstream.AckNonePolicy,
+			MemoryStorage:     true,
+			Replicas:          1,
+			InactiveThreshold: time.Minute, // only if the delete below is lost
+		})
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("creating reader: %w", err)
@@ -367,13 +377,15 @@ func (s *JetStreamStore) scan(ctx context.Context, subj string, start, end uint6
 		if limit > 0 {
 			want = min(want, limit-n)
 		}
-		batch, err := cons.FetchNoWait(want)
+		var msgs []jetstream.Msg
+		err := readRetry(ctx, func(context.Context) (err error) {
+			msgs, err = fetchNoWait(cons, want)
+			return err
+		})
 		if err != nil {
 			return fmt.Errorf("reading: %w", err)
 		}
-		got := 0
-		for msg := range batch.Messages() {
-			got++
+		for _, msg := range msgs {
 			md, err := msg.Metadata()
 			if err != nil {
 				return fmt.Errorf("reading: %w", err)
@@ -390,20 +402,54 @@ func (s *JetStreamStore) scan(ctx context.Context, subj string, start, end uint6
 				return nil
 			}
 		}
-		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
-			return fmt.Errorf("reading: %w", err)
-		}
-		if got == 0 {
+		if len(msgs) == 0 {
 			return nil
 		}
 	}
+}
+
+// fetchNoWait returns up to want messages cons has now. An error after
+// some messages is not transient (the consumer has moved past them), so
+// it is returned without its cause's type.
+func fetchNoWait(cons jetstream.Consumer, want int) ([]jetstream.Msg, error) {
+	batch, err := cons.FetchNoWait(want)
+	if err != nil {
+		return nil, err
+	}
+	msgs := make([]jetstream.Msg, 0, want)
+	for msg := range batch.Messages() {
+		msgs = append(msgs, msg)
+	}
+	err = batch.Error()
+	switch {
+	case err == nil || errors.Is(err, jetstream.ErrNoMessages):
+		return msgs, nil
+	case len(msgs) > 0:
+		return nil, fmt.Errorf("after %d messages: %v", len(msgs), err)
+	}
+	return nil, err
+}
+
+// readRetryBound bounds how long a read retries transient errors.
+const readRetryBound = 5 * time.Second
+
+// readRetry runs op, retrying transient JetStream errors (see
+// [jsretry.Transient]) from 10ms doubling to 250ms, for up to
+// [readRetryBound].
+func readRetry(ctx context.Context, op func(context.Context) error) error {
+	b := jsretry.Backoff{First: 10 * time.Millisecond, Max: 250 * time.Millisecond}
+	return b.Do(ctx, time.Now().Add(readRetryBound), nil, op)
 }
 
 // scanByGets is scan for a few messages: one message get per message is
 // cheaper than creating, pulling from and deleting a consumer.
 func (s *JetStreamStore) scanByGets(ctx context.Context, subj string, start, end uint64, limit int, fn func(seq uint64, msgID string, data []byte) error) error {
 	for seq, n := start, 0; n < limit && seq <= end; n++ {
-		m, err := s.stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subj))
+		var m *jetstream.RawStreamMsg
+		err := readRetry(ctx, func(ctx context.Context) (err error) {
+			m, err = s.stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subj))
+			return err
+		})
 		if errors.Is(err, jetstream.ErrMsgNotFound) || err == nil && m.Sequence > end {
 			return nil
 		}
