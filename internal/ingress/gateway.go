@@ -2,11 +2,13 @@ package ingress
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -14,6 +16,7 @@ import (
 	"github.com/bubbus/bub/internal/telemetry"
 	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/events"
+	"github.com/bubbus/bub/pkg/jsretry"
 	"github.com/bubbus/bub/pkg/subjects"
 )
 
@@ -104,13 +107,45 @@ func (p *Publisher) Publish(ctx context.Context, env *envelope.Envelope) (Receip
 	if err != nil {
 		return Receipt{}, err
 	}
-	ack, err := p.js.PublishMsg(ctx, msg)
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(PublishBudget)
+	}
+	var ack *jetstream.PubAck
+	err = publishBackoff.Do(ctx, deadline, nil, func(ctx context.Context) error {
+		actx, cancel := context.WithTimeout(ctx, publishAttempt)
+		defer cancel()
+		ack, err = p.js.PublishMsg(actx, msg)
+		return err
+	})
 	if err != nil {
 		telemetry.Fail(span, err)
+		if jsretry.Transient(err) {
+			err = fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
 		return Receipt{}, fmt.Errorf("publishing inbound envelope: %w", err)
 	}
 	return Receipt{ID: env.ID, SessionID: sid, Duplicate: ack.Duplicate}, nil
 }
+
+// PublishBudget bounds how long [Publisher.Publish] retries when its
+// context has no deadline.
+const PublishBudget = 10 * time.Second
+
+// publishAttempt bounds one publish attempt, so that an acknowledgement
+// lost with a stream leader is asked for again (the same Nats-Msg-Id
+// makes the stream keep the message once).
+const publishAttempt = 2 * time.Second
+
+// publishBackoff spaces publish attempts while a stream elects a leader
+// (seconds at R3).
+var publishBackoff = jsretry.Backoff{First: 100 * time.Millisecond, Max: time.Second}
+
+// ErrUnavailable wraps a publish that met only transient JetStream errors
+// (no responders, no response from the stream, a 503, timeouts: a leader
+// election or no quorum) until its budget ended. The stream may have kept
+// the message all the same; publishing it again with the same id is safe.
+var ErrUnavailable = errors.New("jetstream unavailable")
 
 // SessionHint is the session id ingress reports for an envelope before a
 // worker resolves it: the envelope's session id when non-blank, else

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -217,15 +218,24 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var await func(context.Context) ([]envelope.Envelope, error)
+	pctx := r.Context()
 	if wait > 0 {
 		await = s.gw.Expect(env.ID)
+		var cancel context.CancelFunc
+		pctx, cancel = context.WithTimeout(pctx, wait) // the publish's retries spend the wait
+		defer cancel()
 	}
-	rc, err := s.gw.Publish(r.Context(), env)
+	rc, err := s.gw.Publish(pctx, env)
 	if err != nil {
 		if await != nil {
 			_, _ = await(canceled())
 		}
 		s.log.Error("ingress.publish_failed", "id", env.ID, "err", err)
+		if errors.Is(err, ErrUnavailable) {
+			w.Header().Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
+			writeError(w, http.StatusServiceUnavailable, "jetstream_unavailable", err.Error())
+			return
+		}
 		writeError(w, http.StatusServiceUnavailable, "publish_failed", err.Error())
 		return
 	}
@@ -240,15 +250,17 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusAccepted, reply{Receipt: rc})
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), wait)
-	defer cancel()
-	outs, err := await(ctx)
+	outs, err := await(pctx) // what the publish left of the wait
 	if err != nil {
 		writeJSON(w, http.StatusAccepted, reply{Receipt: rc, Outbounds: outs, Pending: true})
 		return
 	}
 	writeJSON(w, http.StatusOK, reply{Receipt: rc, Outbounds: outs})
 }
+
+// RetryAfterSeconds is the Retry-After of a 503 jetstream_unavailable:
+// about the time a replicated stream takes to elect a new leader.
+const RetryAfterSeconds = 2
 
 func canceled() context.Context {
 	ctx, cancel := context.WithCancel(context.Background())

@@ -95,3 +95,25 @@ func freePort(t testing.TB) int {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
 }
+
+// StreamLeader returns the server of c that leads stream, waiting up to
+// 30s for the stream to have a leader.
+func (c *Cluster) StreamLeader(t testing.TB, js jetstream.JetStream, stream string) *Server {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		st, err := js.Stream(t.Context(), stream)
+		if err == nil {
+			if info, err := st.Info(t.Context()); err == nil && info.Cluster != nil {
+				for _, s := range c.Servers {
+					if s.Name() == info.Cluster.Leader {
+						return s
+					}
+				}
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("natstest: stream %s has no leader within 30s", stream)
+	return nil
+}
