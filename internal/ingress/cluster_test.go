@@ -2,6 +2,7 @@ package ingress_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/bubbus/bub/internal/ingress"
 	"github.com/bubbus/bub/internal/natstest"
@@ -27,25 +31,7 @@ import (
 func TestPublishRidesOutLeaderLoss(t *testing.T) {
 	c := natstest.StartCluster(t, 3)
 	nc, js := c.JetStream(t)
-	names, err := subjects.New("ride")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := natsx.EnsureTopology(t.Context(), js, names, natsx.Topology{Replicas: 3, MemoryStorage: true}); err != nil {
-		t.Fatal(err)
-	}
-	gw, err := ingress.NewGateway(nc, js, names, events.Source("ingress", "cluster-test"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = gw.Close() })
-	srv, err := ingress.NewServer(ingress.Config{}, gw, func(context.Context) error { return nil }, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
-
+	names, url := startClusterIngress(t, nc, js)
 	const clients, perClient = 4, 30
 	var (
 		mu       sync.Mutex
@@ -64,7 +50,7 @@ func TestPublishRidesOutLeaderLoss(t *testing.T) {
 						t.Errorf("%s: not accepted after 20 attempts", id)
 						return
 					}
-					resp, err := http.Post(hs.URL+"/v1/messages", "application/json", strings.NewReader(body))
+					resp, err := http.Post(url, "application/json", strings.NewReader(body))
 					if err != nil {
 						t.Errorf("%s: %v", id, err)
 						return
@@ -128,5 +114,58 @@ func TestPublishRidesOutLeaderLoss(t *testing.T) {
 	}
 	if info.State.Msgs != uint64(len(accepted)) {
 		t.Errorf("the inbound stream holds %d messages, want %d", info.State.Msgs, len(accepted))
+	}
+}
+
+// startClusterIngress provisions an R3 topology named "ride" through js
+// and serves ingress over nc; it returns the names and the POST URL.
+func startClusterIngress(t *testing.T, nc *nats.Conn, js jetstream.JetStream) (subjects.Names, string) {
+	t.Helper()
+	names, err := subjects.New("ride")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := natsx.EnsureTopology(t.Context(), js, names, natsx.Topology{Replicas: 3, MemoryStorage: true}); err != nil {
+		t.Fatal(err)
+	}
+	gw, err := ingress.NewGateway(nc, js, names, events.Source("ingress", "cluster-test"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = gw.Close() })
+	srv, err := ingress.NewServer(ingress.Config{}, gw, func(context.Context) error { return nil }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	return names, hs.URL + "/v1/messages"
+}
+
+// TestPublishWithoutQuorum: with two of three servers gone the inbound
+// stream has no quorum; a POST with ?wait=1s is retried for its second
+// and then answered 503 jetstream_unavailable with Retry-After, not 202.
+func TestPublishWithoutQuorum(t *testing.T) {
+	c := natstest.StartCluster(t, 3)
+	nc, js := c.Servers[0].JetStream(t)
+	_, url := startClusterIngress(t, nc, js)
+	c.Servers[1].Shutdown()
+	c.Servers[2].Shutdown()
+	start := time.Now()
+	resp, err := http.Post(url+"?wait=1s", "application/json", strings.NewReader(`{"id":"nq1","content":"hello","session_id":"nq"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct{ Code string }
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	if resp.StatusCode != http.StatusServiceUnavailable || body.Code != "jetstream_unavailable" || resp.Header.Get("Retry-After") != strconv.Itoa(ingress.RetryAfterSeconds) {
+		t.Fatalf("status %d code %q Retry-After %q, want 503 jetstream_unavailable with Retry-After", resp.StatusCode, body.Code, resp.Header.Get("Retry-After"))
+	}
+	if took < 500*time.Millisecond || took > 3*time.Second {
+		t.Fatalf("answered after %v, want about the 1s wait", took)
 	}
 }
