@@ -45,12 +45,12 @@
 //
 // [Publisher.Publish] (gateway.go) answers only once the inbound stream
 // stored the envelope. It retries the transient errors of a cluster
-// without a stream leader ([github.com/bubbus/bub/pkg/jsretry.Transient]: no
-// responders, no
+// without a stream leader
+// ([github.com/bubbus/bub/pkg/jsretry.Transient]: no responders, no
 // response from the stream, 503s, timeouts; each attempt bounded to 2s)
-// with the same Nats-Msg-Id, so the stream keeps the envelope once,
-// until its context's deadline ([PublishBudget] without one) and then
-// fails with [ErrUnavailable]. The HTTP server gives the publish the
+// with the same Nats-Msg-Id, so the stream keeps the envelope once, until
+// its context's deadline ([PublishBudget] without one) and then fails
+// with [ErrUnavailable]. The HTTP server gives the publish the
 // request's ?wait (the replies get what it leaves) and turns
 // ErrUnavailable into 503 jetstream_unavailable with Retry-After
 // ([RetryAfterSeconds]); any other publish error is 503 publish_failed.
