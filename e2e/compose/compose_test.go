@@ -25,6 +25,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/bubbus/bub/internal/natstest"
+	"github.com/bubbus/bub/internal/proctest"
 	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/events"
 	"github.com/bubbus/bub/pkg/subjects"
@@ -437,7 +438,7 @@ func (c *cluster) tail(base, natsURL string) string {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, c.bubBin, "events", "tail", "--nats", natsURL, "--session", "e2e:tail")
 	cmd.Env = c.env
-	var out syncBuffer
+	var out proctest.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		c.t.Fatal(err)
@@ -601,23 +602,6 @@ func (c *cluster) checkTrace(session string) string {
 		}
 	}
 	return b.String()
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func envOr(key, def string) string {

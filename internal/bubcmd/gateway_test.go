@@ -16,6 +16,7 @@ import (
 	"github.com/bubbus/bub/internal/gateway"
 	"github.com/bubbus/bub/internal/gatewaycmd"
 	"github.com/bubbus/bub/internal/natstest"
+	"github.com/bubbus/bub/internal/proctest"
 	"github.com/bubbus/bub/internal/service"
 	"github.com/bubbus/bub/pkg/channels/telegram/telegramtest"
 	"github.com/bubbus/bub/pkg/envelope"
@@ -87,7 +88,7 @@ func TestUpRunsAPluginChannel(t *testing.T) {
 	p := &chatPlugin{}
 	env := testEnv(map[string]string{"BUB_HOME": t.TempDir(), "BUB_MODEL": "echo:echo"}, p)
 	cmd := newUp(env)
-	var out syncBuffer // the services log while up prints
+	var out proctest.Buffer // the services log while up prints
 	cmd.SetOut(&out)
 	cmd.SetErr(&out)
 	cmd.SetArgs([]string{"--nats-listen", "", "--http", "127.0.0.1:0", "--enable-channel", "chat", "--log-level", "warn"})
@@ -142,7 +143,7 @@ func TestUpWithoutTransportChannelsRunsNoGateway(t *testing.T) {
 func TestGatewayWithNoChannelsFails(t *testing.T) {
 	cmd := newServiceCommand(testEnv(map[string]string{"BUB_HOME": t.TempDir()}), gatewaycmd.Service)
 	cmd.SetArgs([]string{"--enable-channel", ""})
-	var out syncBuffer // the services log while up prints
+	var out proctest.Buffer // the services log while up prints
 	cmd.SetOut(&out)
 	cmd.SetErr(&out)
 	err := cmd.ExecuteContext(t.Context())
@@ -161,7 +162,7 @@ func TestUpRunsTelegram(t *testing.T) {
 		"BUB_TELEGRAM_TOKEN": srv.Token(), "BUB_TELEGRAM_API_BASE": srv.URL(),
 	})
 	cmd := newUp(env)
-	var out syncBuffer // the services log while up prints
+	var out proctest.Buffer // the services log while up prints
 	cmd.SetOut(&out)
 	cmd.SetErr(&out)
 	cmd.SetArgs([]string{"--nats-listen", "", "--http", "127.0.0.1:0", "--log-level", "warn"})
@@ -230,23 +231,4 @@ func TestGatewayWithEmptyConfigFails(t *testing.T) {
 	if err == nil || errors.Is(err, gateway.ErrNoChannels) || !strings.Contains(err.Error(), "NATS URL") {
 		t.Fatalf("without enabled_channels: %v", err)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of a
-// command's output and its services' logs.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

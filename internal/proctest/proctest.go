@@ -102,23 +102,27 @@ func FreeAddr(t testing.TB) string {
 type Proc struct {
 	Name string
 	cmd  *exec.Cmd
-	out  *buffer
+	out  *Buffer
 	done chan struct{}
 	err  error
 }
 
-type buffer struct {
+// Buffer is a bytes.Buffer safe for concurrent writes and reads: the
+// output of a process, or the log of services and goroutines that a test
+// reads while they write.
+type Buffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (s *buffer) Write(p []byte) (int, error) {
+func (s *Buffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
 
-func (s *buffer) String() string {
+// String returns what was written so far.
+func (s *Buffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
@@ -131,7 +135,7 @@ func Start(t testing.TB, path string, env []string, args ...string) *Proc {
 	t.Helper()
 	cmd := exec.Command(path, args...)
 	cmd.Env = append(os.Environ(), env...)
-	out := &buffer{}
+	out := &Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {

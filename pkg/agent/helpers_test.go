@@ -1,7 +1,6 @@
 package agent_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bubbus/bub/internal/fakellm"
+	"github.com/bubbus/bub/internal/proctest"
 	"github.com/bubbus/bub/pkg/agent"
 	"github.com/bubbus/bub/pkg/bub"
 	"github.com/bubbus/bub/pkg/events"
@@ -168,24 +168,6 @@ func eventsOf[T events.Event](l *eventLog) []T {
 	return out
 }
 
-// logBuffer collects log records for assertions.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // env is one agent with real parts around it: the fake LLM server behind
 // the real router (or the echo model), a tools.Registry, a hooks registry
 // wired onto the run's bus by agent.Plugins, and a memory tape.
@@ -196,7 +178,7 @@ type env struct {
 	models   agent.Models
 	tools    *tools.Registry
 	hooks    *hooks.Registry[tape.Store, tape.Context]
-	hookLogs *logBuffer
+	hookLogs *proctest.Buffer
 	settings agent.Settings
 	system   agent.SystemPrompt
 	steer    agent.Steering
@@ -271,7 +253,7 @@ func newEnv(t *testing.T, steps []fakellm.Step, opts ...option) *env {
 		srvBase:  base,
 		models:   router,
 		tools:    &tools.Registry{},
-		hookLogs: &logBuffer{},
+		hookLogs: &proctest.Buffer{},
 		settings: agent.Settings{Model: "openai:fake"},
 		bus:      &events.Bus{},
 		tape:     newTestTape(),

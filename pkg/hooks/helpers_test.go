@@ -1,13 +1,13 @@
 package hooks_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"reflect"
 	"sync"
 	"testing"
 
+	"github.com/bubbus/bub/internal/proctest"
 	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/hooks"
 	"github.com/bubbus/bub/pkg/llm"
@@ -210,26 +210,9 @@ func (j *journal) get() []string {
 }
 
 // logBuffer returns a logger option writing text records to the buffer.
-func logBuffer() ([]hooks.Option, *syncBuffer) {
-	var b syncBuffer
+func logBuffer() ([]hooks.Option, *proctest.Buffer) {
+	var b proctest.Buffer
 	return []hooks.Option{hooks.WithLogger(slog.New(slog.NewTextHandler(&b, nil)))}, &b
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func equal[T any](t *testing.T, what string, got, want T) {

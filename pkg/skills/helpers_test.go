@@ -1,15 +1,15 @@
 package skills
 
 import (
-	"bytes"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/goccy/go-yaml"
+
+	"github.com/bubbus/bub/internal/proctest"
 )
 
 // writeSkill writes root/dir/SKILL.md with the given front matter lines
@@ -73,25 +73,8 @@ func envMap(m map[string]string) func(string) (string, bool) {
 	}
 }
 
-// logBuffer collects log output.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func (b *logBuffer) logger() *slog.Logger {
+// debugLogger logs every level as text into b.
+func debugLogger(b *proctest.Buffer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 

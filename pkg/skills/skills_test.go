@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bubbus/bub/internal/proctest"
 	"github.com/bubbus/bub/pkg/bub"
 )
 
@@ -31,9 +32,9 @@ func TestBehaviour76(t *testing.T) {
 	simpleSkill(t, builtin, "builtin-only", "builtin only", "b")
 	const doc = "telegram:\n  token: yaml-token\n"
 
-	var logs logBuffer
+	var logs proctest.Buffer
 	env := map[string]string{}
-	c := New(Options{Home: home, Builtin: []string{builtin}, Config: configLookup(t, doc, envMap(env)), Log: logs.logger()})
+	c := New(Options{Home: home, Builtin: []string{builtin}, Config: configLookup(t, doc, envMap(env)), Log: debugLogger(&logs)})
 	list, err := c.Discover(t.Context(), workspace)
 	if err != nil {
 		t.Fatal(err)
@@ -292,8 +293,8 @@ func TestDiscover(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var logs logBuffer
-	c := New(Options{Home: home, Builtin: []string{b1, b2}, Log: logs.logger()})
+	var logs proctest.Buffer
+	c := New(Options{Home: home, Builtin: []string{b1, b2}, Log: debugLogger(&logs)})
 	for range 2 {
 		list, err := c.Discover(t.Context(), ws)
 		if err != nil {

@@ -1,7 +1,6 @@
 package mcptools_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,12 +9,12 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/bubbus/bub/internal/mcptest"
 	"github.com/bubbus/bub/internal/natstest"
+	"github.com/bubbus/bub/internal/proctest"
 	"github.com/bubbus/bub/pkg/bub"
 	"github.com/bubbus/bub/pkg/tools"
 	"github.com/bubbus/bub/pkg/tools/mcptools"
@@ -26,25 +25,6 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// syncBuffer is a log destination the supervisors write while the test
-// reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 const (
 	stdioSecret = "stdio-secret-4711"
 	httpSecret  = "http-secret-0815"
@@ -53,7 +33,7 @@ const (
 // start runs a manager of servers until the test ends, logging to log.
 // Reconnections wait at least half a second, so a call right after a
 // server died finds it down.
-func start(t *testing.T, log *syncBuffer, servers ...mcptools.Server) (*mcptools.Manager, *tools.Registry) {
+func start(t *testing.T, log *proctest.Buffer, servers ...mcptools.Server) (*mcptools.Manager, *tools.Registry) {
 	t.Helper()
 	m, err := mcptools.New(servers, mcptools.Options{
 		Log:        slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug})),
@@ -103,7 +83,7 @@ func servers(t *testing.T) (*mcptest.HTTP, []mcptools.Server) {
 // reach the server (the stdio server got its env, the HTTP one its
 // Authorization header).
 func TestToolsOverStdioAndHTTP(t *testing.T) {
-	var log syncBuffer
+	var log proctest.Buffer
 	_, all := servers(t)
 	m, reg := start(t, &log, all...)
 	for _, srv := range []string{"local", "remote"} {
@@ -175,7 +155,7 @@ func assertNoSecret(t *testing.T, what, text string) {
 // naming the server, the supervisor restarts the process, and the tool
 // works again on a new process.
 func TestStdioServerKilledRecovers(t *testing.T) {
-	var log syncBuffer
+	var log proctest.Buffer
 	m, reg := start(t, &log, mcptest.Stdio(t, "local", stdioSecret))
 	out, err := call(t, reg, "mcp.local_pid", nil)
 	if err != nil {
@@ -215,7 +195,7 @@ func recovered(t *testing.T, m *mcptools.Manager, reg *tools.Registry, server st
 // server; once it is back (a new server on the same address, which knows
 // no session), the client reconnects and the tool works again.
 func TestHTTPServerDownRecovers(t *testing.T) {
-	var log syncBuffer
+	var log proctest.Buffer
 	h := mcptest.StartHTTP(t, httpSecret)
 	m, reg := start(t, &log, h.Server("remote"))
 	h.Stop()
@@ -235,7 +215,7 @@ func TestHTTPServerDownRecovers(t *testing.T) {
 // A server that cannot start is down, reported with a reason, contributes
 // no tools, and does not keep the others from working.
 func TestUnreachableServer(t *testing.T) {
-	var log syncBuffer
+	var log proctest.Buffer
 	bad := mcptools.Server{Name: "broken", Command: "/nonexistent/mcp-server", Env: map[string]string{"TOKEN": stdioSecret}}
 	m, reg := start(t, &log, bad, mcptest.Stdio(t, "local", stdioSecret))
 	st := m.Status()
