@@ -6,10 +6,10 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/cloudevents/sdk-go/v2/types"
 
+	"github.com/bubbus/bub/pkg/internal/cewire"
 	"github.com/bubbus/bub/pkg/internal/jsonesc"
 )
 
@@ -55,49 +55,28 @@ func (w wireEncoder) encode(typ string, a Attrs, data any) ([]byte, error) {
 		return nil, err
 	}
 	b := make([]byte, 0, 256+len(raw)+2*len(a.SessionID)+len(a.RunID)+len(a.Traceparent)+len(a.Tracestate))
-	b = append(b, `{"specversion":"1.0","id":`...)
-	b = appendString(b, a.ID)
-	b = append(b, `,"source":`...)
-	b = appendString(b, w.source)
-	b = append(b, `,"type":`...)
-	b = appendString(b, typ)
-	if a.SessionID != "" {
-		b = append(b, `,"subject":`...)
-		b = appendString(b, a.SessionID)
-	}
-	b = append(b, `,"datacontenttype":"`+ContentTypeJSON+`","time":"`...)
-	b = a.Time.UTC().AppendFormat(b, time.RFC3339Nano)
-	b = append(b, `","data":`...)
+	b = cewire.AppendHead(b, jsonesc.SDK, cewire.Head{ID: a.ID, Source: w.source, Type: typ, Subject: a.SessionID, DataContentType: ContentTypeJSON, Time: a.Time})
+	b = append(b, `,"data":`...)
 	b = append(b, raw...)
 	// Extensions in name order, as the SDK writes them.
 	if a.SessionID != "" {
-		b = append(b, `,"`+ExtPartitionKey+`":`...)
-		b = appendString(b, a.SessionID)
+		b = cewire.AppendAttr(b, jsonesc.SDK, ExtPartitionKey, a.SessionID)
 	}
 	if a.RunID != "" {
-		b = append(b, `,"`+ExtRunID+`":`...)
-		b = appendString(b, a.RunID)
+		b = cewire.AppendAttr(b, jsonesc.SDK, ExtRunID, a.RunID)
 	}
 	if a.Seq > 0 {
 		b = append(b, `,"`+ExtSeq+`":`...)
 		b = strconv.AppendInt(b, a.Seq, 10)
 	}
 	if a.SessionID != "" {
-		b = append(b, `,"`+ExtSessionID+`":`...)
-		b = appendString(b, a.SessionID)
+		b = cewire.AppendAttr(b, jsonesc.SDK, ExtSessionID, a.SessionID)
 	}
 	if a.Traceparent != "" {
-		b = append(b, `,"`+ExtTraceparent+`":`...)
-		b = appendString(b, a.Traceparent)
+		b = cewire.AppendAttr(b, jsonesc.SDK, ExtTraceparent, a.Traceparent)
 		if a.Tracestate != "" {
-			b = append(b, `,"`+ExtTracestate+`":`...)
-			b = appendString(b, a.Tracestate)
+			b = cewire.AppendAttr(b, jsonesc.SDK, ExtTracestate, a.Tracestate)
 		}
 	}
 	return append(b, '}'), nil
 }
-
-// appendString appends s as a JSON string escaped as the SDK's encoder
-// (jsoniter's fastest configuration) does: '"', '\\' and control
-// characters only; everything else, including non-ASCII bytes, verbatim.
-func appendString(b []byte, s string) []byte { return jsonesc.SDK.Append(b, s) }

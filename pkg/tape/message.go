@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"time"
+
+	"github.com/bubbus/bub/pkg/internal/cewire"
+	"github.com/bubbus/bub/pkg/internal/jsonesc"
 )
 
 // This file is the form of an entry as a NATS message of the tapes stream:
@@ -40,33 +43,19 @@ type entryMessage struct {
 // run_id of its meta, if any. The data comes last, so that a reader finds
 // it without scanning the attributes twice (see decodeMessage).
 func appendMessage(b []byte, m entryMessage, e Entry) []byte {
-	b = append(b, `{"specversion":"`+specVersion+`","id":`...)
-	b = appendString(b, m.id)
-	b = append(b, `,"source":`...)
-	b = appendString(b, m.source)
-	b = append(b, `,"type":"`+EntryEventType+`"`...)
-	if m.session != "" {
-		b = append(b, `,"subject":`...)
-		b = appendString(b, m.session)
-	}
-	b = append(b, `,"datacontenttype":"`+dataContentType+`","time":"`...)
 	t, err := time.Parse(time.RFC3339Nano, e.Date)
 	if t = t.UTC(); err != nil || t.Year() > 9999 || t.Year() < 0 {
-		t = time.Now().UTC()
+		t = time.Now()
 	}
-	b = t.AppendFormat(b, time.RFC3339Nano)
-	b = append(b, '"')
+	b = cewire.AppendHead(b, jsonesc.Python, cewire.Head{ID: m.id, Source: m.source, Type: EntryEventType, Subject: m.session, DataContentType: dataContentType, Time: t})
 	if m.session != "" {
-		b = append(b, `,"partitionkey":`...)
-		b = appendString(b, m.session)
+		b = cewire.AppendAttr(b, jsonesc.Python, "partitionkey", m.session)
 	}
 	if run, ok := e.Meta["run_id"].(string); ok && run != "" {
-		b = append(b, `,"runid":`...)
-		b = appendString(b, run)
+		b = cewire.AppendAttr(b, jsonesc.Python, "runid", run)
 	}
 	if m.session != "" {
-		b = append(b, `,"sessionid":`...)
-		b = appendString(b, m.session)
+		b = cewire.AppendAttr(b, jsonesc.Python, "sessionid", m.session)
 	}
 	b = append(b, dataKey...)
 	b = appendEntry(b, e)
