@@ -16,10 +16,10 @@ import (
 // Figure ids accepted by [Options.Only]: the P1–P7, UP (the
 // all-in-one layout's P3 and P4) and SCALE (turns/s with 1, 2 and 4 worker
 // processes).
-var Figures = []string{"P1", "P2", "P3", "P4", "P5", "P6", "P7", "UP", "SCALE"}
+var Figures = []string{"P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "UP", "SCALE"}
 
 // quickFigures are what --quick runs: the main table.
-var quickFigures = []string{"P1", "P2", "P3", "P4", "P5", "P6", "P7"}
+var quickFigures = []string{"P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8"}
 
 // Options configures [Run].
 type Options struct {
@@ -159,6 +159,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		rows, err := runP7(ctx, e)
 		errs = append(errs, add(&main, rows, wrap("P7", err)))
 	}
+	if has("P8") {
+		rows, err := runP8(ctx, e)
+		errs = append(errs, add(&main, rows, wrap("P8", err)))
+	}
 	if has("UP") {
 		rows, err := runAllInOne(ctx, e)
 		errs = append(errs, add(&up, rows, wrap("UP", err)))
@@ -219,7 +223,7 @@ func (e *env) steps(want []string) int {
 	r := e.cfg.reps
 	per := map[string]int{
 		"P1": 2 * (r + 1), "P2": 1 + 2*r, "P3": 2 * r, "P4": 2 * r, "P5": 2 * (r + 1),
-		"P6": r, "P7": 2 * (r + 1), "UP": 4 * r, "SCALE": 4 * r,
+		"P6": 2 * r, "P7": 2 * (r + 1), "P8": 2 * r, "UP": 4 * r, "SCALE": 4 * r,
 	}
 	n := 0
 	for _, id := range want {

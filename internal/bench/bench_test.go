@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 )
 
 func TestSummarize(t *testing.T) {
@@ -85,6 +87,9 @@ func TestStatCell(t *testing.T) {
 		{Stat{Min: 1.2e6, Median: 1.5e6, Max: 2e6, N: 3}, Nanos, "1.50 ms (1.20–2.00)"},
 		{Stat{Min: 1700, Median: 1734.4, Max: 1800, N: 5}, PerSecond, "1734/s (1700–1800)"},
 		{Stat{Min: 80, Median: 80, Max: 80, N: 3}, MiB, "80.0 MiB"},
+		{Stat{Min: 21.5, Median: 22, Max: 22.25, N: 3}, Count, "22.0 (21.5–22.2)"},
+		{Stat{Min: 900, Median: 950, Max: 1000, N: 3}, Bytes, "950 B (900–1000)"},
+		{Stat{Min: 18 << 10, Median: 19 << 10, Max: 20 << 10, N: 3}, Bytes, "19.0 KiB (18.0–20.0)"},
 	} {
 		if got := statCell(tc.s, tc.u); got != tc.want {
 			t.Errorf("statCell(%+v) = %q, want %q", tc.s, got, tc.want)
@@ -170,6 +175,10 @@ func TestSimParamsDescribe(t *testing.T) {
 	want := "1 inbound publish 500 B, 2 request/replies 3000 B + 3200 B, 10 event publishes × 800 B, 1 outbound publish 800 B, recorder writing 18 tape messages × 490 B"
 	if got := p.describe(); got != want {
 		t.Errorf("describe = %q", got)
+	}
+	p.TapeHeader = nats.Header{"Content-Type": {"application/cloudevents+json"}}
+	if got := p.describe(); got != want+" + header Content-Type" {
+		t.Errorf("describe with a tape header = %q", got)
 	}
 }
 

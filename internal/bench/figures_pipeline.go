@@ -34,6 +34,7 @@ func runDistributed(ctx context.Context, e *env, doP3, doP4, doScale bool) (res 
 			return res, err
 		}
 		res.main = append(res.main, row)
+		res.main = append(res.main, pl.stored.rows("P3·js")...)
 		res.cpu = cpu
 		if doScale {
 			s := scaleRow(row, 1)

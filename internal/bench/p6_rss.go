@@ -2,10 +2,13 @@ package bench
 
 import (
 	"context"
+	"encoding/pem"
 	"errors"
 	"fmt"
-	"net"
+	"io"
+	"log"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -29,14 +32,53 @@ import (
 // in flight, each waiting for a streaming model that answers after a
 // delay.
 
-const rssGoalMiB = 100
+// The goals of P6: against an HTTPS/HTTP2 provider, and an HTTP/1.1 one.
+const (
+	rssGoalMiB   = 100
+	rssGoalH1MiB = 150
+)
+
+// rssVariant is one provider protocol of P6.
+type rssVariant struct {
+	id, proto string
+	base      string   // the model's API base URL
+	env       []string // added to the worker's environment
+	goalMiB   float64
+	// major is the HTTP major version every model request must arrive
+	// with.
+	major int
+}
+
+// protoCounter counts the model's requests by HTTP major version (0 for
+// any other).
+type protoCounter struct {
+	h       http.Handler
+	byMajor [3]atomic.Int64
+}
+
+func (p *protoCounter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	major := r.ProtoMajor
+	if major < 1 || major > 2 {
+		major = 0
+	}
+	p.byMajor[major].Add(1)
+	p.h.ServeHTTP(w, r)
+}
+
+func (p *protoCounter) counts() [3]int64 {
+	var out [3]int64
+	for i := range out {
+		out[i] = p.byMajor[i].Load()
+	}
+	return out
+}
 
 func runP6(ctx context.Context, e *env) ([]Row, error) {
 	dir, err := os.MkdirTemp(e.tmp, "p6-")
 	if err != nil {
 		return nil, err
 	}
-	e.progress.Show("P6: starting the NATS server, the fake model and bin/worker")
+	e.progress.Show("P6: starting the NATS server and the fake models (HTTPS with HTTP/2, HTTP/1.1)")
 	srv, url, err := startServer(ctx, e, filepath.Join(dir, "nats"))
 	if err != nil {
 		return nil, err
@@ -44,19 +86,25 @@ func runP6(ctx context.Context, e *env) ([]Row, error) {
 	defer srv.stop()
 
 	model := fakellm.New(fakellm.Script{Steps: []fakellm.Step{{Echo: true, Repeat: true, Chunks: 3, Delay: fakellm.Duration(e.cfg.rssDelay)}}})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	counter := &protoCounter{h: model}
+	// The HTTPS provider, as OpenAI, Anthropic and OpenRouter are: TLS
+	// with HTTP/2, its certificate trusted by the worker through
+	// SSL_CERT_FILE.
+	tlsModel := httptest.NewUnstartedServer(counter)
+	tlsModel.EnableHTTP2 = true
+	tlsModel.Config.ErrorLog = log.New(io.Discard, "", 0)
+	tlsModel.StartTLS()
+	defer tlsModel.Close()
+	certFile := filepath.Join(dir, "model-ca.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tlsModel.Certificate().Raw}), 0o600); err != nil {
+		return nil, err
+	}
+	// The plain HTTP/1.1 provider (a local vLLM or Ollama).
+	plainURL, stopPlain, err := serveHTTP(counter)
 	if err != nil {
 		return nil, err
 	}
-	hs := &http.Server{Handler: model, ReadHeaderTimeout: 10 * time.Second}
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = hs.Serve(ln) })
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = hs.Shutdown(sctx)
-		wg.Wait()
-	}()
+	defer stopPlain()
 
 	nc, err := nats.Connect(url, nats.Name("bench-p6"))
 	if err != nil {
@@ -77,17 +125,42 @@ func runP6(ctx context.Context, e *env) ([]Row, error) {
 	}
 	defer gw.Close()
 
+	variants := []rssVariant{
+		{id: "P6", proto: "HTTPS/HTTP2", base: tlsModel.URL, env: []string{"SSL_CERT_FILE=" + certFile}, goalMiB: rssGoalMiB, major: 2},
+		{id: "P6·h1", proto: "HTTP/1.1", base: plainURL, goalMiB: rssGoalH1MiB, major: 1},
+	}
+	var rows []Row
+	for _, v := range variants {
+		before := counter.counts()
+		row, err := p6Variant(ctx, e, v, url, dir, gw, model)
+		if err != nil {
+			return rows, fmt.Errorf("%s (%s): %w", v.id, v.proto, err)
+		}
+		after := counter.counts()
+		for major := range after {
+			if n := after[major] - before[major]; (major == v.major) != (n > 0) {
+				return rows, fmt.Errorf("%s: %d model requests came over HTTP/%d (want them all over HTTP/%d)", v.id, n, major, v.major)
+			}
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// p6Variant starts bin/worker against one provider and measures its peak
+// RSS with e.cfg.rssTurns turns in flight.
+func p6Variant(ctx context.Context, e *env, v rssVariant, url, dir string, gw *ingress.Gateway, model *fakellm.Server) (Row, error) {
 	conc := max(e.cfg.rssTurns, 1024)
-	w, _, err := startProc(ctx, "bin/worker", filepath.Join(e.opts.BinDir, "worker"), nil, []string{
+	e.progress.Show(fmt.Sprintf("%s: starting bin/worker against the %s model", v.id, v.proto))
+	w, _, err := startProc(ctx, "bin/worker", filepath.Join(e.opts.BinDir, "worker"), nil, append([]string{
 		"BUB_NATS_URL=" + url, "BUB_HOME=" + filepath.Join(dir, "worker"), "BUB_WORKSPACE=" + dir,
-		"BUB_MODEL=openai:fake", "BUB_API_BASE=http://" + ln.Addr().String() + "/v1", "BUB_API_KEY=sk-bench",
+		"BUB_MODEL=openai:fake", "BUB_API_BASE=" + v.base + "/v1", "BUB_API_KEY=sk-bench",
 		"BUB_WORKER_CONCURRENCY=" + strconv.Itoa(conc), "BUB_LOG_LEVEL=info",
-	}, regexp.MustCompile(`worker\.consuming`))
+	}, v.env...), regexp.MustCompile(`worker\.consuming`))
 	if err != nil {
-		return nil, err
+		return Row{}, err
 	}
 	defer w.stop()
-
 	// round sends n turns at once and samples the worker's RSS every 10 ms
 	// until every reply is in.
 	round := func(n int) (peak int64, inflight int, err error) {
@@ -147,28 +220,28 @@ func runP6(ctx context.Context, e *env) ([]Row, error) {
 			}
 		}
 	}
-	e.progress.Show("P6: warm-up (20 turns)")
+	e.progress.Show(v.id + ": warm-up (20 turns)")
 	if _, _, err := round(20); err != nil {
-		return nil, err
+		return Row{}, err
 	}
 	idle, _ := procRSS(w.pid(), "VmRSS")
 	var peaks []float64
 	minInflight := e.cfg.rssTurns
 	for rep := range e.cfg.reps {
-		e.progress.Step(fmt.Sprintf("P6: %d turns in flight%s", e.cfg.rssTurns, repLabel(rep, e.cfg.reps)))
+		e.progress.Step(fmt.Sprintf("%s: %d turns in flight (%s)%s", v.id, e.cfg.rssTurns, v.proto, repLabel(rep, e.cfg.reps)))
 		peak, inflight, err := round(e.cfg.rssTurns)
 		if err != nil {
-			return nil, err
+			return Row{}, err
 		}
 		peaks = append(peaks, float64(peak)/(1<<20))
 		minInflight = min(minInflight, inflight)
 	}
 	hwm, _ := procRSS(w.pid(), "VmHWM")
-	v := Summarize(peaks)
-	return []Row{{
-		ID: "P6", Figure: fmt.Sprintf("worker RSS (peak VmRSS) with %d turns in flight, streaming model answering after %s", e.cfg.rssTurns, e.cfg.rssDelay),
-		Value: v, Unit: MiB,
+	peak := Summarize(peaks)
+	return Row{
+		ID: v.id, Figure: fmt.Sprintf("worker RSS (peak VmRSS) with %d turns in flight, streaming model over %s answering after %s", e.cfg.rssTurns, v.proto, e.cfg.rssDelay),
+		Value: peak, Unit: MiB,
 		Extra:     fmt.Sprintf("≥ %d model calls in flight at once in every repetition; idle %.1f MiB, VmHWM %.1f MiB", minInflight, float64(idle)/(1<<20), float64(hwm)/(1<<20)),
-		LimitName: "— (absolute)", Goal: fmt.Sprintf("≤ %d MiB", rssGoalMiB), Result: AtMost(v.Median, rssGoalMiB),
-	}}, nil
+		LimitName: "— (absolute)", Goal: fmt.Sprintf("≤ %g MiB", v.goalMiB), Result: AtMost(peak.Median, v.goalMiB),
+	}, nil
 }

@@ -94,6 +94,8 @@ type pipeline struct {
 	workers int
 	// inflight is the closed loop's concurrency.
 	inflight int
+	// stored is what JetStream stored per turn in the last p3's windows.
+	stored storedSamples
 }
 
 // CPU accounting labels.
@@ -125,7 +127,7 @@ func startPipeline(ctx context.Context, e *env, layout string, withHTTP bool) (_
 			pl.close()
 		}
 	}()
-	pl.http = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024, MaxConnsPerHost: 0, IdleConnTimeout: time.Minute}}
+	pl.http = newLoadClient()
 	if layout == distributed {
 		err = pl.startDistributed(ctx, withHTTP)
 	} else {
@@ -298,10 +300,15 @@ func (pl *pipeline) startAllInOne(ctx context.Context, withHTTP bool) error {
 
 // waitHTTPReady polls /readyz until ingress answers 200.
 func (pl *pipeline) waitHTTPReady(ctx context.Context) error {
+	return waitHTTPReady(ctx, pl.http, pl.addr)
+}
+
+// waitHTTPReady polls ingress's /readyz at addr until it answers 200.
+func waitHTTPReady(ctx context.Context, client *http.Client, addr string) error {
 	deadline := time.Now().Add(startTimeout)
 	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+pl.addr+"/readyz", nil)
-		resp, err := pl.http.Do(req)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/readyz", nil)
+		resp, err := client.Do(req)
 		if err == nil {
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
@@ -310,7 +317,7 @@ func (pl *pipeline) waitHTTPReady(ctx context.Context) error {
 			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("ingress at %s not ready: %v", pl.addr, err)
+			return fmt.Errorf("ingress at %s not ready: %v", addr, err)
 		}
 		select {
 		case <-ctx.Done():
@@ -444,8 +451,28 @@ func (pl *pipeline) httpTurn(ctx context.Context, _ int) error {
 	return nil
 }
 
-// meter counts the messages and bytes seen on a subject.
-type meter struct{ n, bytes atomic.Int64 }
+// meter counts the messages and bytes seen on a subject and keeps the
+// headers of the first one.
+type meter struct {
+	n, bytes atomic.Int64
+	header   atomic.Pointer[nats.Header]
+}
+
+// appHeader returns the first message's headers but the NATS ones
+// (Nats-Msg-Id, Nats-Expected-…).
+func (m *meter) appHeader() nats.Header {
+	h := m.header.Load()
+	if h == nil {
+		return nil
+	}
+	out := nats.Header{}
+	for k, v := range *h {
+		if !strings.HasPrefix(strings.ToLower(k), "nats-") {
+			out[k] = v
+		}
+	}
+	return out
+}
 
 func (m *meter) avg() int {
 	if m.n.Load() == 0 {
@@ -465,6 +492,9 @@ func (pl *pipeline) measurePattern(ctx context.Context) error {
 		sub, err := nc.Subscribe(subject, func(msg *nats.Msg) {
 			m.n.Add(1)
 			m.bytes.Add(int64(len(msg.Data)))
+			if msg.Header != nil {
+				m.header.CompareAndSwap(nil, &msg.Header)
+			}
 		})
 		if err == nil {
 			sub.SetPendingLimits(-1, -1)
@@ -580,6 +610,7 @@ func (pl *pipeline) measurePattern(ctx context.Context) error {
 		EventBytes:    evs.avg(),
 		TapeMsgs:      perTurn(tapes1 - tapes0),
 		TapeBytes:     tapes.avg(),
+		TapeHeader:    tapes.appHeader(),
 		OutboundBytes: outbound.avg(),
 		Concurrency:   pl.e.cfg.workerConcurrency,
 	}
@@ -672,6 +703,9 @@ type throughput struct {
 	turns, failed int
 	rate          float64                  // fully recorded turns per second
 	cpu           map[string]time.Duration // CPU per turn by label
+	// storedMsgs and storedBytes are what the side's streams stored per
+	// turn (stored.go).
+	storedMsgs, storedBytes float64
 }
 
 // window runs the closed loop for d and waits until the recorder has
@@ -683,6 +717,10 @@ func (pl *pipeline) window(ctx context.Context, sim bool, d time.Duration, turn 
 			turn = pl.simTurn
 		}
 	}
+	stored0, err := streamTotals(ctx, pl.conn.JS, sim)
+	if err != nil {
+		return throughput{}, err
+	}
 	before := pl.cpu()
 	start := time.Now()
 	done, failed, _, first := closedLoop(ctx, pl.inflight, d, turn)
@@ -691,7 +729,12 @@ func (pl *pipeline) window(ctx context.Context, sim bool, d time.Duration, turn 
 	}
 	elapsed := time.Since(start)
 	after := pl.cpu()
+	stored1, err := streamTotals(ctx, pl.conn.JS, sim)
+	if err != nil {
+		return throughput{}, err
+	}
 	t := throughput{turns: done, failed: failed, rate: float64(done) / elapsed.Seconds(), cpu: map[string]time.Duration{}}
+	t.storedMsgs, t.storedBytes = stored1.perTurn(stored0, done)
 	for l, v := range after {
 		if done > 0 {
 			t.cpu[l] = (v - before[l]) / time.Duration(done)
@@ -709,6 +752,7 @@ func (pl *pipeline) p3(ctx context.Context, id, figure string, real turnFunc) (R
 	var fig, lim []float64
 	var failed int
 	cpuReal, cpuSim := map[string][]float64{}, map[string][]float64{}
+	pl.stored = storedSamples{}
 	for rep := range e.cfg.reps {
 		e.progress.Step(fmt.Sprintf("%s %s: simulation%s", id, pl.layout, repLabel(rep, e.cfg.reps)))
 		s, err := pl.window(ctx, true, e.cfg.window, nil)
@@ -721,6 +765,8 @@ func (pl *pipeline) p3(ctx context.Context, id, figure string, real turnFunc) (R
 			return Row{}, cpuTable{}, fmt.Errorf("pipeline: %w", err)
 		}
 		lim, fig = append(lim, s.rate), append(fig, r.rate)
+		pl.stored.add(true, s.storedMsgs, s.storedBytes)
+		pl.stored.add(false, r.storedMsgs, r.storedBytes)
 		failed += r.failed
 		for l, v := range r.cpu {
 			cpuReal[l] = append(cpuReal[l], float64(v))
@@ -748,8 +794,12 @@ func (p simParams) describe() string {
 	for i, h := range p.Hops {
 		hops[i] = strconv.Itoa(h.Bytes) + " B"
 	}
-	return fmt.Sprintf("1 inbound publish %d B, %d request/replies %s, %d event publishes × %d B, 1 outbound publish %d B, recorder writing %d tape messages × %d B",
-		p.InboundBytes, len(p.Hops), strings.Join(hops, " + "), p.Events, p.EventBytes, p.OutboundBytes, p.TapeMsgs, p.TapeBytes)
+	tapeHeader := ""
+	if len(p.TapeHeader) > 0 {
+		tapeHeader = " + header " + strings.Join(slices.Sorted(maps.Keys(p.TapeHeader)), ", ")
+	}
+	return fmt.Sprintf("1 inbound publish %d B, %d request/replies %s, %d event publishes × %d B, 1 outbound publish %d B, recorder writing %d tape messages × %d B%s",
+		p.InboundBytes, len(p.Hops), strings.Join(hops, " + "), p.Events, p.EventBytes, p.OutboundBytes, p.TapeMsgs, p.TapeBytes, tapeHeader)
 }
 
 // p4 measures latency at a fixed rate, HTTP in → outbound beside the

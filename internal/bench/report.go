@@ -24,8 +24,10 @@ const (
 	PerSecond
 	// MiB is a memory size in mebibytes.
 	MiB
-	// Count is a plain number.
+	// Count is a plain number, printed with one decimal.
 	Count
+	// Bytes is a size in bytes, printed as B or KiB.
+	Bytes
 )
 
 // Result is the verdict of a row.
@@ -310,6 +312,11 @@ func unitOf(v float64, u Unit) (float64, string, int) {
 		return 1, "/s", 0
 	case MiB:
 		return 1, " MiB", 1
+	case Bytes:
+		if math.Abs(v) >= 10<<10 {
+			return 1 << 10, " KiB", 1
+		}
+		return 1, " B", 0
 	}
-	return 1, "", 0
+	return 1, "", 1
 }

@@ -32,10 +32,12 @@ const (
 	// recorder.
 	RoleSimWorker   = "sim-worker"
 	RoleSimRecorder = "sim-recorder"
+	// RoleSSERelay is P8's limit: a bare SSE relay of a model's stream.
+	RoleSSERelay = "sse-relay"
 )
 
 // Roles lists every role.
-var Roles = []string{RoleInterceptor, RoleSimWorker, RoleSimRecorder}
+var Roles = []string{RoleInterceptor, RoleSimWorker, RoleSimRecorder, RoleSSERelay}
 
 // readyLine is what a role prints (on stderr) once it serves.
 const readyLine = "bench.ready"
@@ -54,6 +56,8 @@ type ServeConfig struct {
 	URL string
 	// Params is the JSON turn pattern of the simulation roles.
 	Params string
+	// Upstream is the model API base URL of the SSE relay.
+	Upstream string
 }
 
 // Serve runs one role of a load test until ctx ends: the hidden
@@ -62,6 +66,9 @@ type ServeConfig struct {
 // once it serves.
 func Serve(ctx context.Context, c ServeConfig, w io.Writer) error {
 	log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if c.Role == RoleSSERelay {
+		return serveSSERelay(ctx, c.Upstream, func(addr string) { log.Info(readyLine, "role", c.Role, "addr", addr) })
+	}
 	nc, err := nats.Connect(c.URL, nats.Name("bench-"+c.Role), nats.MaxReconnects(-1))
 	if err != nil {
 		return fmt.Errorf("connecting to %s: %w", c.URL, err)

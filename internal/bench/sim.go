@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"sync"
 	"time"
@@ -69,6 +70,10 @@ type simParams struct {
 	EventBytes    int   `json:"event_bytes"`
 	TapeMsgs      int   `json:"tape_msgs"`
 	TapeBytes     int   `json:"tape_bytes"`
+	// TapeHeader is the headers of a real tape message but the NATS ones
+	// (Nats-Msg-Id, Nats-Expected-…), which the simulation sets itself
+	// (the CloudEvents Content-Type of a structured event).
+	TapeHeader nats.Header `json:"tape_header,omitempty"`
 	OutboundBytes int   `json:"outbound_bytes"`
 	// Concurrency bounds turns in flight per sim worker (the real worker's
 	// setting).
@@ -287,6 +292,7 @@ func runSimRecorder(ctx context.Context, nc *nats.Conn, p simParams) error {
 			id := h.Get(subjects.HeaderMsgID)
 			for t := range p.TapeMsgs {
 				tm := nats.NewMsg(names.Tape(session))
+				maps.Copy(tm.Header, p.TapeHeader)
 				tm.Header.Set(subjects.HeaderMsgID, id+"/t"+strconv.Itoa(t))
 				tm.Data = entry
 				f, err := js.PublishMsgAsync(tm)

@@ -90,7 +90,8 @@ verdicts, unless --fail-on-miss.`,
 	f.StringVar(&serve.Role, "serve", "", "run one load-test role in this process (used by the harness)")
 	f.StringVar(&serve.URL, "nats", "", "NATS URL of a --serve role")
 	f.StringVar(&serve.Params, "params", "", "turn pattern (JSON) of a --serve sim role")
-	for _, h := range []string{"serve", "nats", "params"} {
+	f.StringVar(&serve.Upstream, "upstream", "", "model API base URL of the --serve sse-relay role")
+	for _, h := range []string{"serve", "nats", "params", "upstream"} {
 		_ = f.MarkHidden(h)
 	}
 	return cmd
