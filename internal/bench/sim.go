@@ -64,17 +64,17 @@ type hop struct {
 // simParams is the message pattern of one turn, measured on the real
 // pipeline.
 type simParams struct {
-	InboundBytes  int   `json:"inbound_bytes"`
-	Hops          []hop `json:"hops"`
-	Events        int   `json:"events"`
-	EventBytes    int   `json:"event_bytes"`
-	TapeMsgs      int   `json:"tape_msgs"`
-	TapeBytes     int   `json:"tape_bytes"`
+	InboundBytes int   `json:"inbound_bytes"`
+	Hops         []hop `json:"hops"`
+	Events       int   `json:"events"`
+	EventBytes   int   `json:"event_bytes"`
+	TapeMsgs     int   `json:"tape_msgs"`
+	TapeBytes    int   `json:"tape_bytes"`
 	// TapeHeader is the headers of a real tape message but the NATS ones
 	// (Nats-Msg-Id, Nats-Expected-…), which the simulation sets itself
 	// (the CloudEvents Content-Type of a structured event).
-	TapeHeader nats.Header `json:"tape_header,omitempty"`
-	OutboundBytes int   `json:"outbound_bytes"`
+	TapeHeader    nats.Header `json:"tape_header,omitempty"`
+	OutboundBytes int         `json:"outbound_bytes"`
 	// Concurrency bounds turns in flight per sim worker (the real worker's
 	// setting).
 	Concurrency int `json:"concurrency"`
