@@ -13,12 +13,15 @@ import (
 	"time"
 )
 
-// Figure ids accepted by [Options.Only]: the issue's P1–P7, UP (the
-// all-in-one layout's P3 and P4) and SCALE (turns/s with 1, 2 and 4 worker
-// processes).
-var Figures = []string{"P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "UP", "SCALE"}
+// Figure ids accepted by [Options.Only]: the issue's P1–P8 (P3 with its
+// stored-messages rows, P6 with its HTTP/1.1 row), UP (the all-in-one
+// layout's P3 and P4), SCALE (turns/s with 1, 2 and 4 worker processes),
+// CLUSTER (P3 and P4 on a 3-node R3 cluster) and SYNC (P3 with
+// BUB_JS_SYNC=always).
+var Figures = []string{"P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "UP", "SCALE", "CLUSTER", "SYNC"}
 
-// quickFigures are what --quick runs: the main table.
+// quickFigures are what --quick runs: the main table (CLUSTER, SYNC, UP
+// and SCALE are full-run only).
 var quickFigures = []string{"P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8"}
 
 // Options configures [Run].
@@ -118,9 +121,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		rep.Mode += " (only " + strings.Join(want, ",") + ")"
 	}
 	start := time.Now()
-	main := Table{Title: "Results", Intro: "The issue's figures P1–P7."}
+	main := Table{Title: "Results", Intro: "The issue's figures P1–P8."}
 	up := Table{Title: "All-in-one (`bub up` layout)", Intro: upIntro}
 	scale := Table{Title: "Worker processes", Intro: scaleIntro}
+	durable := Table{Title: "Cluster and durability", Intro: durableIntro}
 	var cpu cpuTable
 	var scaleRates []float64
 	var pattern simParams
@@ -167,9 +171,17 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		rows, err := runAllInOne(ctx, e)
 		errs = append(errs, add(&up, rows, wrap("UP", err)))
 	}
+	if has("CLUSTER") {
+		rows, err := runCluster(ctx, e)
+		errs = append(errs, add(&durable, rows, wrap("CLUSTER", err)))
+	}
+	if has("SYNC") {
+		rows, err := runSync(ctx, e)
+		errs = append(errs, add(&durable, rows, wrap("SYNC", err)))
+	}
 	e.progress.Finish()
 	slices.SortStableFunc(main.Rows, func(a, b Row) int { return strings.Compare(a.ID, b.ID) })
-	for _, t := range []Table{main, up, scale} {
+	for _, t := range []Table{main, up, scale, durable} {
 		if len(t.Rows) > 0 {
 			rep.Tables = append(rep.Tables, t)
 		}
@@ -224,6 +236,7 @@ func (e *env) steps(want []string) int {
 	per := map[string]int{
 		"P1": 2 * (r + 1), "P2": 1 + 2*r, "P3": 2 * r, "P4": 2 * r, "P5": 2 * (r + 1),
 		"P6": 2 * r, "P7": 2 * (r + 1), "P8": 2 * r, "UP": 4 * r, "SCALE": 4 * r,
+		"CLUSTER": 4 * r, "SYNC": 2 * r,
 	}
 	n := 0
 	for _, id := range want {
@@ -251,6 +264,11 @@ const upIntro = "P3 and P4 in the layout of `bub up`: one process with the embed
 	"worker and recorder on in-process connections (`stack.StartServices`); the interceptor is still a separate " +
 	"process over TCP, and the simulation runs in the same process on in-process connections."
 
+const durableIntro = "P3 and P4 (distributed layout) on a 3-node JetStream cluster: three nats-server processes on loopback, " +
+	"every stream, bucket and shared consumer at R3 (BUB_REPLICAS=3), the simulation's streams at R3 on the same cluster; " +
+	"and P3 on one server that fsyncs every write (BUB_JS_SYNC=always) beside the simulation on that server — " +
+	"the default (fsync every 2 minutes) is P3 above. The ratio goals are those of P3 and P4."
+
 const scaleIntro = "P3 (distributed) with 1, 2 and 4 worker processes, and as many sim worker processes for the limit. " +
 	"Every process shares this machine's cores."
 
@@ -270,8 +288,12 @@ func method(c config) string {
 - **P3** a closed loop of %d turns in flight for %s per repetition; turns/s counts the answered turns over the time until the recorder has acknowledged every event of them (fully recorded). Real turns: ingress's Gateway (publish + wait for the outbound envelope) → bin/worker (echo model, BUB_WORKER_CONCURRENCY=%d, the interceptor on before_llm_call and after_llm_call through BUB_INTERCEPTORS, fail-closed) → bin/recorder. Every turn has its own session. The simulation's counts and sizes are measured on the real pipeline during its warm-up (see the limit column).
 - **P4** an open loop at %d turns/s for %s per repetition (after %s at the rate): POST /v1/messages?wait=20s to bin/ingress beside the simulation at the same rate; latency from send to reply; a turn not answered within the wait (or 30 s) counts as failed, and a rate the pipeline cannot sustain shows as queueing (seconds).
 - **P5** testing.Benchmark of package tape's own benchmark (tapetest.ReadMessagesBenchmark) of Tape.ReadMessages (the default context: entries after the last anchor, which is 50 entries back) on a JetStream tape of %d entries beside one of 100 entries (about 300 B each), embedded server, file storage.
-- **P6** bin/worker (BUB_WORKER_CONCURRENCY ≥ turns) against a fake OpenAI server that streams its answer after %s; %d envelopes published at once per repetition; VmRSS sampled every 10 ms.
+- **P3·js** the growth of every stream's last sequence (messages stored, including those a work queue or a KV history removes again) and of the bytes the streams hold, around each P3 window, per turn; the pipeline's streams and buckets beside the simulation's.
+- **P6** bin/worker (BUB_WORKER_CONCURRENCY ≥ turns) against a fake OpenAI server that streams its answer after %s; %d envelopes published at once per repetition; VmRSS sampled every 10 ms. P6 serves the model over HTTPS with HTTP/2 (httptest TLS server, its certificate trusted through SSL_CERT_FILE; every request checked to arrive over HTTP/2), P6·h1 over plain HTTP/1.1, each with its own worker process.
+- **P8** %d sessions, each with an SSE client of GET /v1/sessions/{s}/events on bin/ingress, post one message after another (POST /v1/messages?wait=20s) to bin/worker (openai provider) streaming from a fake model (3 chunks, %s apart); the figure is the time from the model flushing its first content delta to the SSE client reading that run's first delta event. The limit: the same %d streams through a bare SSE relay process (HTTP client to the same model, each line written and flushed to its client). Windows of %s per repetition; the goal is on the difference from the relay.
+- **CLUSTER** P3 and P4 as above with three nats-server processes (bub bench --serve nats-node) routed on loopback, BUB_REPLICAS=3 for the services and R3 for the simulation's streams.
+- **SYNC** P3 as above on a server started with BUB_JS_SYNC=always.
 - **P7** %d lifecycle events (tool_call.finished) per repetition through an events.Bridge beside MarshalJSON of a prebuilt CloudEvent + js.PublishAsync; the figure is the publishing process's CPU time per event (the NATS server is a separate process), every ack awaited.`,
 		c.reps, c.benchTime, c.hopSamples, 300, c.inflight, c.window, c.workerConcurrency, c.rate, c.latencyWindow, c.warmup,
-		c.tapeEntries, c.rssDelay, c.rssTurns, c.events)
+		c.tapeEntries, c.rssDelay, c.rssTurns, ttftStreams, ttftChunkGap, ttftStreams, c.latencyWindow, c.events)
 }

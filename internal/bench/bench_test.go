@@ -165,7 +165,7 @@ func TestSelected(t *testing.T) {
 	if _, err := selected(Options{Only: []string{"P9"}}); err == nil {
 		t.Error("unknown figure accepted")
 	}
-	if got, _ := selected(Options{Quick: true}); strings.Join(got, ",") != "P1,P2,P3,P4,P5,P6,P7" {
+	if got, _ := selected(Options{Quick: true}); strings.Join(got, ",") != "P1,P2,P3,P4,P5,P6,P7,P8" {
 		t.Errorf("quick = %v", got)
 	}
 }

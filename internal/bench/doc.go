@@ -22,12 +22,24 @@
 //   - P4 latency at a fixed 200 turns/s, HTTP in → outbound, beside the
 //     simulation at the same rate.
 //   - P5 context read on a 100k-entry tape beside a 100-entry one.
-//   - P6 worker RSS with 1,000 turns in flight on a slow streaming model.
+//   - P3·js the JetStream messages and bytes stored per turn (all
+//     streams and buckets, from their state around each P3 window) beside
+//     the simulation's (stored.go).
+//   - P6 worker RSS with 1,000 turns in flight on a slow streaming model
+//     over HTTPS with HTTP/2 (the worker trusts the fake provider's
+//     certificate through SSL_CERT_FILE); P6·h1 the same over HTTP/1.1.
 //   - P7 CloudEvent encode+publish through the events Bridge beside
 //     MarshalJSON + raw publish.
+//   - P8 time to first token: the fake model's first streamed delta to an
+//     SSE client of GET /v1/sessions/{s}/events, 50 concurrent streams,
+//     beside a bare SSE relay process of the same model stream.
 //   - UP the all-in-one layout (`bub up`) P3 and P4; SCALE turns/s with 1,
 //     2 and 4 worker processes, and a model of scaling across machines
 //     from the CPU each process spends per turn.
+//   - CLUSTER P3 and P4 on a 3-node cluster (nats-server processes on
+//     loopback, R3 streams) beside the simulation on the same cluster;
+//     SYNC P3 on a server with BUB_JS_SYNC=always (cluster.go). Both are
+//     full-run only (not in --quick).
 //
 // Every figure excludes a warm-up, interleaves its repetitions with the
 // limit's (at least 3), and reports min–median–max; the verdict is on the

@@ -22,7 +22,7 @@ const p3Figure = "pipeline turns/s: ingress gateway → bin/worker → bin/recor
 // runDistributed measures P3, P4 and the worker scaling in the
 // distributed layout.
 func runDistributed(ctx context.Context, e *env, doP3, doP4, doScale bool) (res distResult, err error) {
-	pl, err := startPipeline(ctx, e, distributed, doP4)
+	pl, err := startPipeline(ctx, e, distributed, doP4, layoutOpts{})
 	if err != nil {
 		return res, err
 	}
@@ -95,7 +95,7 @@ func scaleRow(r Row, workers int) Row {
 
 // runAllInOne measures P3 and P4 in `bub up`'s layout.
 func runAllInOne(ctx context.Context, e *env) ([]Row, error) {
-	pl, err := startPipeline(ctx, e, allInOne, true)
+	pl, err := startPipeline(ctx, e, allInOne, true, layoutOpts{})
 	if err != nil {
 		return nil, err
 	}
@@ -106,6 +106,35 @@ func runAllInOne(ctx context.Context, e *env) ([]Row, error) {
 	}
 	rows, err := pl.p4(ctx, "P4·up", "turn latency at 200 turns/s, HTTP in → outbound, all services in one process")
 	return append([]Row{row}, rows...), err
+}
+
+// runCluster measures P3 and P4 (distributed layout) on a 3-node
+// cluster with R3 streams, the simulation on the same cluster.
+func runCluster(ctx context.Context, e *env) ([]Row, error) {
+	pl, err := startPipeline(ctx, e, distributed, true, layoutOpts{cluster: true})
+	if err != nil {
+		return nil, err
+	}
+	defer pl.close()
+	row, _, err := pl.p3(ctx, "P3·R3", "pipeline turns/s on a 3-node cluster, R3 streams (as P3)", nil)
+	if err != nil {
+		return nil, err
+	}
+	rows := append([]Row{row}, pl.stored.rows("P3·R3·js")...)
+	p4, err := pl.p4(ctx, "P4·R3", "turn latency at 200 turns/s on a 3-node cluster, R3 streams (as P4)")
+	return append(rows, p4...), err
+}
+
+// runSync measures P3 (distributed layout) on a server that fsyncs every
+// write (BUB_JS_SYNC=always), the simulation on the same server.
+func runSync(ctx context.Context, e *env) ([]Row, error) {
+	pl, err := startPipeline(ctx, e, distributed, false, layoutOpts{jsSync: "always"})
+	if err != nil {
+		return nil, err
+	}
+	defer pl.close()
+	row, _, err := pl.p3(ctx, "P3·sync", "pipeline turns/s with BUB_JS_SYNC=always (the server fsyncs every write; P3 is the default, 2m)", nil)
+	return []Row{row}, err
 }
 
 // scalingModel writes the section on scaling across machines from the

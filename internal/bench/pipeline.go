@@ -65,9 +65,21 @@ const turnText = "hello from bub bench"
 // turnTimeout bounds one turn of the load.
 const turnTimeout = 30 * time.Second
 
+// layoutOpts vary the distributed layout's NATS servers.
+type layoutOpts struct {
+	// cluster runs a 3-node JetStream cluster (separate processes on
+	// loopback) and every stream, bucket and shared consumer at R3.
+	cluster bool
+	// jsSync is BUB_JS_SYNC of the NATS server ("" = the server's default).
+	jsSync string
+	// replicas is the streams' replica count (0 = 1).
+	replicas int
+}
+
 // pipeline is one running layout: the real services and the simulation.
 type pipeline struct {
 	e      *env
+	opts   layoutOpts
 	layout string
 	dir    string
 	names  subjects.Names
@@ -115,12 +127,15 @@ var readyRe = regexp.MustCompile(regexp.QuoteMeta(readyLine))
 
 // startPipeline starts a layout with one real and one sim worker; ingress
 // (an HTTP server) only when withHTTP.
-func startPipeline(ctx context.Context, e *env, layout string, withHTTP bool) (_ *pipeline, err error) {
+func startPipeline(ctx context.Context, e *env, layout string, withHTTP bool, o layoutOpts) (_ *pipeline, err error) {
 	dir, err := os.MkdirTemp(e.tmp, layout+"-")
 	if err != nil {
 		return nil, err
 	}
-	pl := &pipeline{e: e, layout: layout, dir: dir, names: subjects.Default(), roles: map[string][]*proc{},
+	if o.cluster {
+		o.replicas = clusterSize
+	}
+	pl := &pipeline{e: e, opts: o, layout: layout, dir: dir, names: subjects.Default(), roles: map[string][]*proc{},
 		inflight: e.cfg.inflight}
 	defer func() {
 		if err != nil {
@@ -171,19 +186,17 @@ func (pl *pipeline) child(ctx context.Context, label, name, path string, args, e
 
 func (pl *pipeline) serviceEnv(name string) []string {
 	return []string{"BUB_NATS_URL=" + pl.url, "BUB_HOME=" + filepath.Join(pl.dir, name), "BUB_WORKSPACE=" + pl.dir,
-		"BUB_LOG_LEVEL=info", "BUB_MODEL=echo:echo", "BUB_INSTANCE=" + name}
+		"BUB_LOG_LEVEL=info", "BUB_MODEL=echo:echo", "BUB_INSTANCE=" + name, "BUB_REPLICAS=" + strconv.Itoa(max(pl.opts.replicas, 1))}
 }
 
 func (pl *pipeline) startDistributed(ctx context.Context, withHTTP bool) error {
 	e := pl.e
 	e.progress.Show("P3 distributed: starting the NATS server, interceptor, worker and recorder processes")
-	m, err := pl.child(ctx, lblServer, "nats-server (bub up --services=)", e.opts.Self,
-		[]string{"up", "--services=", "--nats-listen", "127.0.0.1:0", "--home", filepath.Join(pl.dir, "nats")},
-		[]string{"BUB_NATS_URL="}, regexp.MustCompile(`bub up: nats (nats://\S+)`))
+	url, err := pl.startNATS(ctx)
 	if err != nil {
 		return err
 	}
-	common := &cli.Common{Home: pl.dir, Prefix: subjects.DefaultPrefix, NATS: natsx.ClientConfig{URL: m[1]}}
+	common := &cli.Common{Home: pl.dir, Prefix: subjects.DefaultPrefix, NATS: natsx.ClientConfig{URL: url}}
 	if err := pl.open(ctx, common, false, ""); err != nil {
 		return err
 	}
@@ -218,7 +231,7 @@ func (pl *pipeline) open(ctx context.Context, common *cli.Common, embed bool, li
 	if pl.conn, err = pl.cl.Connect(ctx, "bench-driver"); err != nil {
 		return err
 	}
-	if err := ensureTopologies(ctx, pl.conn); err != nil {
+	if err := ensureTopologies(ctx, pl.conn, pl.opts.replicas); err != nil {
 		return err
 	}
 	_, err = pl.child(ctx, lblInterceptor, "interceptor", pl.e.opts.Self,
@@ -228,14 +241,14 @@ func (pl *pipeline) open(ctx context.Context, common *cli.Common, embed bool, li
 
 // ensureTopologies creates the real and the simulated streams, consumers
 // and buckets (the services would create theirs as they start).
-func ensureTopologies(ctx context.Context, conn *service.Conn) error {
-	if err := natsx.EnsureTopology(ctx, conn.JS, conn.Names, natsx.Topology{}); err != nil {
+func ensureTopologies(ctx context.Context, conn *service.Conn, replicas int) error {
+	if err := natsx.EnsureTopology(ctx, conn.JS, conn.Names, natsx.Topology{Replicas: replicas}); err != nil {
 		return err
 	}
-	if _, err := tape.NewJetStreamStore(ctx, conn.JS, conn.Names); err != nil {
+	if _, err := tape.NewJetStreamStore(ctx, conn.JS, conn.Names, tape.WithReplicas(max(replicas, 1))); err != nil {
 		return err
 	}
-	return ensureSimTopology(ctx, conn.JS)
+	return ensureSimTopology(ctx, conn.JS, replicas)
 }
 
 // addWorkers starts n more real worker processes (bin/worker with the

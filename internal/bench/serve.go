@@ -37,7 +37,7 @@ const (
 )
 
 // Roles lists every role.
-var Roles = []string{RoleInterceptor, RoleSimWorker, RoleSimRecorder, RoleSSERelay}
+var Roles = []string{RoleInterceptor, RoleSimWorker, RoleSimRecorder, RoleSSERelay, RoleNATSNode}
 
 // readyLine is what a role prints (on stderr) once it serves.
 const readyLine = "bench.ready"
@@ -66,8 +66,15 @@ type ServeConfig struct {
 // once it serves.
 func Serve(ctx context.Context, c ServeConfig, w io.Writer) error {
 	log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	if c.Role == RoleSSERelay {
+	switch c.Role {
+	case RoleSSERelay:
 		return serveSSERelay(ctx, c.Upstream, func(addr string) { log.Info(readyLine, "role", c.Role, "addr", addr) })
+	case RoleNATSNode:
+		var p nodeParams
+		if err := json.Unmarshal([]byte(c.Params), &p); err != nil {
+			return fmt.Errorf("nats-node params: %w", err)
+		}
+		return serveNATSNode(ctx, p, func(url string) { log.Info(readyLine, "role", c.Role, "url", url) })
 	}
 	nc, err := nats.Connect(c.URL, nats.Name("bench-"+c.Role), nats.MaxReconnects(-1))
 	if err != nil {

@@ -83,9 +83,9 @@ type simParams struct {
 // ensureSimTopology creates the simulation's streams, consumers and tape
 // stream, configured as the real ones except that the recorder's consumer
 // acknowledges in batches (AckAll).
-func ensureSimTopology(ctx context.Context, js jetstream.JetStream) error {
+func ensureSimTopology(ctx context.Context, js jetstream.JetStream, replicas int) error {
 	names := simNames()
-	var t natsx.Topology
+	t := natsx.Topology{Replicas: max(replicas, 1)}
 	for _, sc := range t.Streams(names) {
 		if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
 			return fmt.Errorf("sim stream %s: %w", sc.Name, err)
@@ -99,7 +99,7 @@ func ensureSimTopology(ctx context.Context, js jetstream.JetStream) error {
 	if _, err := js.CreateOrUpdateConsumer(ctx, names.EventsStream(), rc); err != nil {
 		return fmt.Errorf("sim recorder consumer: %w", err)
 	}
-	if _, err := tape.NewJetStreamStore(ctx, js, names); err != nil {
+	if _, err := tape.NewJetStreamStore(ctx, js, names, tape.WithReplicas(t.Replicas)); err != nil {
 		return fmt.Errorf("sim tape stream: %w", err)
 	}
 	return nil

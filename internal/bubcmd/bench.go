@@ -21,15 +21,17 @@ func newBench() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure the performance figures beside their limits and write BENCHMARKS.md",
-		Long: `Runs the benchmark figures P1–P7 (hook dispatch, interceptor hop, pipeline
-turns/s and latency, context read, worker memory, event publishing), each
-beside its limit measured in the same run (raw NATS request/reply, a bare
-nats.go turn simulation, …), plus the all-in-one layout and 1/2/4 worker
-processes, and writes the table to --out. Load runs on 127.0.0.1 only;
-servers and services are started as child processes from this binary and
-the service binaries next to it (make build). --quick keeps the run to about
-two minutes. The exit status is 0 when the harness ran, whatever the
-verdicts, unless --fail-on-miss.`,
+		Long: `Runs the benchmark figures P1–P8 (hook dispatch, interceptor hop, pipeline
+turns/s and latency with the JetStream messages and bytes stored per turn,
+context read, worker memory over HTTPS/HTTP2 and HTTP/1.1, event publishing,
+time to first token), each beside its limit measured in the same run (raw
+NATS request/reply, a bare nats.go turn simulation, a bare SSE relay, …),
+plus the all-in-one layout, 1/2/4 worker processes, a 3-node R3 cluster and
+BUB_JS_SYNC=always, and writes the table to --out. Load runs on 127.0.0.1
+only; servers and services are started as child processes from this binary
+and the service binaries next to it (make build). --quick runs the main
+table with short windows (about three minutes). The exit status is 0 when
+the harness ran, whatever the verdicts, unless --fail-on-miss.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if serve.Role != "" {
@@ -82,9 +84,9 @@ verdicts, unless --fail-on-miss.`,
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVar(&quick, "quick", false, "short windows, main table only (about 2 minutes; for CI)")
+	f.BoolVar(&quick, "quick", false, "short windows, main table only (about 3 minutes; for CI)")
 	f.StringVar(&out, "out", "BENCHMARKS.md", `where to write the table ("-" = stdout)`)
-	f.StringSliceVar(&only, "only", nil, "figures to run, e.g. P1,P3 (P1–P7, UP, SCALE)")
+	f.StringSliceVar(&only, "only", nil, "figures to run, e.g. P1,P3 (P1–P8, UP, SCALE, CLUSTER, SYNC)")
 	f.BoolVar(&failOnMiss, "fail-on-miss", false, "exit non-zero when a goal is missed")
 	f.StringVar(&binDir, "bin-dir", "", "directory of the worker, recorder and ingress binaries (default: next to this one)")
 	f.StringVar(&serve.Role, "serve", "", "run one load-test role in this process (used by the harness)")
