@@ -51,7 +51,7 @@ fuzz:
 bench: build
 	$(BIN)/bub bench $(BENCH_FLAGS) --out BENCHMARKS.md
 
-## bench-quick: the main table in about two minutes, printed (not written to BENCHMARKS.md)
+## bench-quick: the main table in about three minutes, printed (not written to BENCHMARKS.md)
 bench-quick: build
 	$(BIN)/bub bench --quick $(BENCH_FLAGS) --out -
 

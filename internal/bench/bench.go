@@ -26,7 +26,7 @@ var quickFigures = []string{"P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8"}
 
 // Options configures [Run].
 type Options struct {
-	// Quick runs the main table with short windows (about 2 minutes).
+	// Quick runs the main table with short windows (about 3 minutes).
 	Quick bool
 	// Only limits the run to these figure ids (see [Figures]); empty runs
 	// every figure (Quick: the main table).
