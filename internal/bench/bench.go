@@ -260,6 +260,16 @@ func startServer(ctx context.Context, e *env, dir string) (*proc, string, error)
 	return p, m[1], nil
 }
 
+// startFigureServer makes a directory for one figure under the run's and
+// starts a NATS server process keeping its data there.
+func startFigureServer(ctx context.Context, e *env, name string) (dir string, srv *proc, url string, err error) {
+	if dir, err = os.MkdirTemp(e.tmp, name+"-"); err != nil {
+		return "", nil, "", err
+	}
+	srv, url, err = startServer(ctx, e, filepath.Join(dir, "nats"))
+	return dir, srv, url, err
+}
+
 const upIntro = "P3 and P4 in the layout of `bub up`: one process with the embedded NATS server and ingress, " +
 	"worker and recorder on in-process connections (`stack.StartServices`); the interceptor is still a separate " +
 	"process over TCP, and the simulation runs in the same process on in-process connections."

@@ -74,12 +74,8 @@ func (p *protoCounter) counts() [3]int64 {
 }
 
 func runP6(ctx context.Context, e *env) ([]Row, error) {
-	dir, err := os.MkdirTemp(e.tmp, "p6-")
-	if err != nil {
-		return nil, err
-	}
 	e.progress.Show("P6: starting the NATS server and the fake models (HTTPS with HTTP/2, HTTP/1.1)")
-	srv, url, err := startServer(ctx, e, filepath.Join(dir, "nats"))
+	dir, srv, url, err := startFigureServer(ctx, e, "p6")
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -108,12 +107,8 @@ func (f *firstFlush) Flush() {
 }
 
 func runP8(ctx context.Context, e *env) ([]Row, error) {
-	dir, err := os.MkdirTemp(e.tmp, "p8-")
-	if err != nil {
-		return nil, err
-	}
 	e.progress.Show("P8: starting the NATS server, the fake model, the relay, bin/worker, bin/recorder and bin/ingress")
-	srv, natsURL, err := startServer(ctx, e, filepath.Join(dir, "nats"))
+	dir, srv, natsURL, err := startFigureServer(ctx, e, "p8")
 	if err != nil {
 		return nil, err
 	}
