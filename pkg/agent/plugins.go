@@ -60,9 +60,6 @@ func Plugins(bus *events.Bus, hk Interceptors, steer Steering) (off func()) {
 		}),
 		events.On(bus, func(ctx context.Context, e *events.LLMCallStarted) error {
 			req, dec, err := hk.BeforeLLMCall(ctx, hooks.BeforeLLMCallInput{Request: e.Request, State: e.State})
-			if req.ToolNames == nil {
-				req.ToolNames = e.Request.ToolNames // absent keeps the tools; [] withdraws them
-			}
 			e.Request, e.Decision = req, dec
 			return err
 		}),

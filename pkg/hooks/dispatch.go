@@ -431,7 +431,8 @@ func (r *Registry[S, C]) ContinuePrompt(ctx context.Context, in ContinuePromptIn
 // Agent-loop hooks.
 
 // BeforeLLMCall dispatches before_llm_call (chained). Each implementation
-// sees the request as modified so far; a returned request replaces it; a
+// sees the request as modified so far; a returned request replaces it (a
+// request with nil ToolNames keeps the tools, an empty one withdraws them); a
 // finish decision (which wins over a request returned with it) stops the
 // chain and is returned. A failing implementation is logged and skipped,
 // unless its error wraps [ErrAbort]. err is non-nil only for ErrAbort and
@@ -451,9 +452,12 @@ func (r *Registry[S, C]) BeforeLLMCall(ctx context.Context, in BeforeLLMCallInpu
 			r.record(ctx, rec, start)
 			return in.Request, dec, nil
 		case req != nil:
-			prev := in.Request
-			in.Request = *req
-			rec.Verdict, rec.Request, rec.Previous = VerdictModify, req, &prev
+			prev, next := in.Request, *req
+			if next.ToolNames == nil {
+				next.ToolNames = prev.ToolNames // absent keeps the tools; [] withdraws them
+			}
+			in.Request = next
+			rec.Verdict, rec.Request, rec.Previous = VerdictModify, &next, &prev
 			r.record(ctx, rec, start)
 		}
 	}

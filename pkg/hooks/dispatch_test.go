@@ -484,3 +484,66 @@ func TestHookErrorMessage(t *testing.T) {
 	err := &hooks.HookError{Hook: hooks.HookSaveState, Plugin: "db", Err: errors.New("disk full")}
 	equal(t, "message", err.Error(), `hook save_state: plugin "db": disk full`)
 }
+
+// A before_llm_call request without tool names keeps the tools it was
+// given (a remote reply that omits tool_names), an empty list withdraws
+// them for the rest of the chain (Clone keeps it empty), and each modify
+// record's changes are what that implementation changed: here only the
+// system prompt, never a withdrawal it did not make.
+func TestRuleBeforeLLMCallToolNames(t *testing.T) {
+	var records []hooks.DecisionRecord
+	opts := []hooks.Option{hooks.WithDecisionObserver(func(_ context.Context, r hooks.DecisionRecord) {
+		records = append(records, r)
+	})}
+	system := func(text string) func(hooks.BeforeLLMCallInput) (*llm.Request, *llm.Decision, error) {
+		return func(in hooks.BeforeLLMCallInput) (*llm.Request, *llm.Decision, error) {
+			req := in.Request.Clone()
+			req.ToolNames = nil // as decoded from a reply without tool_names
+			req.Messages = append([]llm.Message{{Role: llm.RoleSystem, Content: llm.Text(text)}}, req.Messages...)
+			return &req, nil, nil
+		}
+	}
+	withdraw := func(in hooks.BeforeLLMCallInput) (*llm.Request, *llm.Decision, error) {
+		req := in.Request.Clone()
+		req.ToolNames = []string{}
+		return &req, nil, nil
+	}
+	rewrite := func(in hooks.BeforeLLMCallInput) (*llm.Request, *llm.Decision, error) {
+		req := in.Request.Clone()
+		req.Messages[0] = llm.Message{Role: llm.RoleSystem, Content: llm.Text("Be brief.")}
+		return &req, nil, nil
+	}
+	in := request()
+	in.ToolNames = []string{"bash", "fs_read"}
+	for _, tc := range []struct {
+		name   string
+		plugin []hooks.Plugin
+		want   []string
+	}{
+		// Registration order: the last registered runs first.
+		{"absent keeps", []hooks.Plugin{&fake{name: "sys", beforeLLM: system("You are Bub.")}}, []string{"bash", "fs_read"}},
+		{"empty withdraws", []hooks.Plugin{
+			&fake{name: "rewrite", beforeLLM: rewrite},
+			&fake{name: "withdraw", beforeLLM: withdraw},
+			&fake{name: "sys", beforeLLM: system("You are Bub.")},
+		}, []string{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			records = nil
+			r := newRegistry(t, opts, tc.plugin...)
+			got, _, err := r.BeforeLLMCall(t.Context(), hooks.BeforeLLMCallInput{Request: in, State: bub.NewState(nil)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.ToolNames == nil || !slices.Equal(got.ToolNames, tc.want) {
+				t.Errorf("tool names %#v, want %#v", got.ToolNames, tc.want)
+			}
+			for _, rec := range records {
+				changes := llm.Changes(*rec.Previous, *rec.Request)
+				if _, ok := changes["tool_names"]; ok != (rec.Plugin == "withdraw") {
+					t.Errorf("%s changed %v", rec.Plugin, changes)
+				}
+			}
+		})
+	}
+}

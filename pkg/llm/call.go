@@ -1,6 +1,9 @@
 package llm
 
-import "context"
+import (
+	"context"
+	"slices"
+)
 
 // Request is what before_llm_call hooks see and may replace (Bub's
 // LlmCallRequest). ToolNames is observational only. MaxTokens 0 means the
@@ -15,8 +18,8 @@ type Request struct {
 
 // Clone returns a copy whose slices may be modified without touching r.
 func (r Request) Clone() Request {
-	r.Messages = append([]Message(nil), r.Messages...)
-	r.ToolNames = append([]string(nil), r.ToolNames...)
+	r.Messages = slices.Clone(r.Messages)
+	r.ToolNames = slices.Clone(r.ToolNames) // an empty list (all tools withdrawn) stays empty
 	return r
 }
 
