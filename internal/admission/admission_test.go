@@ -21,9 +21,11 @@ import (
 )
 
 // testHooks resolves the envelope's session id and answers admit_message
-// for a busy session with a fixed decision, else process.
+// for a busy session with a fixed decision, else process. With none set it
+// implements no admit_message (a worker with the default policy).
 type testHooks struct {
 	action hooks.AdmitAction
+	none   bool
 	mu     sync.Mutex
 	snaps  []hooks.TurnSnapshot
 	errs   []string
@@ -41,6 +43,10 @@ func (h *testHooks) AdmitMessage(_ context.Context, in hooks.AdmitMessageInput) 
 		return hooks.AdmitDecision{Action: hooks.AdmitProcess}, nil
 	}
 	return hooks.AdmitDecision{Action: h.action}, nil
+}
+
+func (h *testHooks) Implements(hook hooks.Hook) bool {
+	return hook != hooks.HookAdmitMessage || !h.none
 }
 
 func (h *testHooks) NotifyError(_ context.Context, in hooks.OnErrorInput) {

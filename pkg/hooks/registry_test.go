@@ -189,6 +189,11 @@ resolve_session [firstresult, in run order; the first that answers wins]: web, b
 	equal(t, "report", rep.String(), want)
 	equal(t, "remote flag", rep[0].Impls[0].Description.Remote, true)
 	equal(t, "kind", rep[4].Kind, hooks.KindFirstResult)
+	// Implements agrees with the report: a remote plugin counts only for
+	// the hooks its service serves.
+	for h, want := range map[hooks.Hook]bool{hooks.HookBeforeToolCall: true, hooks.HookResolveSession: true, hooks.HookAfterToolCall: false, hooks.HookAdmitMessage: false} {
+		equal(t, "implements "+string(h), r.Implements(h), want)
+	}
 }
 
 // Dispatch is lock-free and may run while plugins register (run with -race).
