@@ -33,10 +33,10 @@ type Hooks interface {
 	ResolveSession(ctx context.Context, in hooks.ResolveSessionInput) (string, error)
 	AdmitMessage(ctx context.Context, in hooks.AdmitMessageInput) (hooks.AdmitDecision, error)
 	NotifyError(ctx context.Context, in hooks.OnErrorInput)
-	// Implements reports whether a plugin implements the hook: without
-	// an admit_message implementation every message is processed, and a
-	// turn pays for no snapshot and no steering read (see decide).
-	Implements(h hooks.Hook) bool
+	// MayAdmit reports whether an admit_message implementation may
+	// decide msg's admission: when none may, the message is processed
+	// and its turn pays for no snapshot and no steering read (see decide).
+	MayAdmit(msg *envelope.Envelope) bool
 }
 
 // Options configure [NewGate].
@@ -164,8 +164,8 @@ func (g *Gate) Process(ctx context.Context, in worker.Inbound) error {
 // from the Bub-Admission header, else admit_message's.
 func (g *Gate) decide(ctx context.Context, in worker.Inbound, session string) (hooks.AdmitAction, hooks.TurnSnapshot, error) {
 	env := in.Envelope
-	if in.Admission == "" && !g.o.Hooks.Implements(hooks.HookAdmitMessage) && !g.reg.anyQueued(session) {
-		// Nothing decides admission and no steering message waits: the
+	if in.Admission == "" && !g.o.Hooks.MayAdmit(env) && !g.reg.anyQueued(session) {
+		// Nothing may decide admission and no steering message waits: the
 		// message is processed, and no snapshot is needed to say so
 		// (the registry still learns of the turn: quit and other
 		// workers' follow-ups wait for its run key).
@@ -373,7 +373,7 @@ func (g *Gate) run(ctx context.Context, in worker.Inbound, session string, wait 
 		g.sweepIfIdle(cctx, session)
 		return err
 	}
-	g.sweepAfter(cctx, session, l.end(cctx))
+	g.sweepAfter(cctx, session, env, l.end(cctx))
 	return g.finish(cctx, env.ID, err)
 }
 
@@ -387,16 +387,17 @@ func (g *Gate) finish(ctx context.Context, envelopeID string, err error) error {
 	return err
 }
 
-// sweepAfter is sweepIfIdle at the end of a turn whose run key's removal
-// was stored at sequence ended of the registry stream (0 when it failed).
-// On a worker where nothing implements admit_message no turn steers, so
-// the steering messages a sweep could find come from other workers, and
-// each marks itself queued in the registry before its steerer checks for
-// running turns: once the mirror has applied ended, it holds every marker
-// the removal could race with, and a session without one needs no read of
-// the steering stream.
-func (g *Gate) sweepAfter(ctx context.Context, session string, ended uint64) {
-	if ended > 0 && !g.o.Hooks.Implements(hooks.HookAdmitMessage) && g.reg.live.await(ctx, ended) == nil && !g.reg.anyQueued(session) {
+// sweepAfter is sweepIfIdle at the end of the turn of env, whose run
+// key's removal was stored at sequence ended of the registry stream (0
+// when it failed). A steering message is published, then marked queued in
+// the registry, before its steerer checks for running turns (see
+// Steering.Publish): once the mirror has applied ended, it holds every
+// marker the removal could race with, so a session without one needs no
+// read of the steering stream. Only turns whose admission nothing decides
+// rely on this; the others read the stream, as their own messages may be
+// what steered.
+func (g *Gate) sweepAfter(ctx context.Context, session string, env *envelope.Envelope, ended uint64) {
+	if ended > 0 && !g.o.Hooks.MayAdmit(env) && g.reg.live.await(ctx, ended) == nil && !g.reg.anyQueued(session) {
 		return
 	}
 	g.sweepIfIdle(ctx, session)

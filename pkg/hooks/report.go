@@ -53,10 +53,6 @@ func (r *Registry[S, C]) Report() Report {
 	return rep
 }
 
-// Implements reports whether any registered plugin implements h (after
-// Start, what its plugins discovered while starting).
-func (r *Registry[S, C]) Implements(h Hook) bool { return len(r.tab.Load().names[h]) > 0 }
-
 // String renders the report one hook per line:
 //
 //	before_tool_call [chained, in run order; a decision stops the chain; failures isolated]: policy (remote: policy-svc), builtin
