@@ -21,9 +21,11 @@ import (
 )
 
 // testHooks resolves the envelope's session id and answers admit_message
-// for a busy session with a fixed decision, else process.
+// for a busy session with a fixed decision, else process. With none set it
+// implements no admit_message (a worker with the default policy).
 type testHooks struct {
 	action hooks.AdmitAction
+	none   bool
 	mu     sync.Mutex
 	snaps  []hooks.TurnSnapshot
 	errs   []string
@@ -42,6 +44,8 @@ func (h *testHooks) AdmitMessage(_ context.Context, in hooks.AdmitMessageInput) 
 	}
 	return hooks.AdmitDecision{Action: h.action}, nil
 }
+
+func (h *testHooks) MayAdmit(*envelope.Envelope) bool { return !h.none }
 
 func (h *testHooks) NotifyError(_ context.Context, in hooks.OnErrorInput) {
 	h.mu.Lock()
@@ -531,6 +535,27 @@ func TestPolicyDecidesOnlyForBusySessions(t *testing.T) {
 		d, ok, err := p.AdmitMessage(t.Context(), hooks.AdmitMessageInput{Message: &envelope.Envelope{Channel: tt.channel}, Turn: tt.turn})
 		if err != nil || ok != tt.ok || d.Action != tt.want {
 			t.Errorf("%s %+v: %+v %v %v", tt.channel, tt.turn, d, ok, err)
+		}
+	}
+}
+
+// The policy may decide only for channels whose action is not process,
+// so BUB_ADMISSION=process costs a turn what no policy costs.
+func TestPolicyMayAdmit(t *testing.T) {
+	for spec, want := range map[string]map[string]bool{
+		"process":                    {"cli": false, "http": false},
+		"cli:steer":                  {"cli": true, "http": false},
+		"cli:steer,http:process":     {"cli": true, "http": false},
+		"follow_up,telegram:process": {"cli": true, "http": true, "telegram": false},
+	} {
+		p, err := ParsePolicy(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for channel, may := range want {
+			if got := p.MayAdmit(&envelope.Envelope{Channel: channel}); got != may {
+				t.Errorf("%q: MayAdmit(%s) = %v, want %v", spec, channel, got, may)
+			}
 		}
 	}
 }

@@ -33,8 +33,18 @@
 // Each worker mirrors the registry's session keys from one KV watch, so a
 // snapshot costs one direct get (the barrier that makes the mirror exact
 // as of the call) and a drain of a session with no queued marker costs
-// nothing; the end-of-turn sweep still reads the steering stream itself,
-// so a marker lost to a crash never loses a message.
+// nothing. A steering message is acknowledged only once its queued marker
+// is stored (a crash in between redelivers it, and the redelivery marks
+// it again).
+//
+// Pay for what you use: a message that no admit_message implementation
+// may decide (hooks.AdmissionScoper: the builtin decides only for
+// channels that decide admission, the CLI's; [Policy] only for channels
+// whose action is not process) is processed without a snapshot, unless a
+// queued marker of its session shows. Its turn still holds a run key (quit
+// and other workers' follow-ups wait for it), and its end-of-turn sweep
+// answers from the mirror once the mirror has applied the run key's
+// removal; other turns' sweeps read the steering stream.
 //
 // Quit (Bub's quit(session), the ,quit command) is a core-NATS broadcast
 // on bub.control.quit.<session> that every gate subscribes to: each gate

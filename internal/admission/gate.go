@@ -33,6 +33,10 @@ type Hooks interface {
 	ResolveSession(ctx context.Context, in hooks.ResolveSessionInput) (string, error)
 	AdmitMessage(ctx context.Context, in hooks.AdmitMessageInput) (hooks.AdmitDecision, error)
 	NotifyError(ctx context.Context, in hooks.OnErrorInput)
+	// MayAdmit reports whether an admit_message implementation may
+	// decide msg's admission: when none may, the message is processed
+	// and its turn pays for no snapshot and no steering read (see decide).
+	MayAdmit(msg *envelope.Envelope) bool
 }
 
 // Options configure [NewGate].
@@ -160,21 +164,23 @@ func (g *Gate) Process(ctx context.Context, in worker.Inbound) error {
 // from the Bub-Admission header, else admit_message's.
 func (g *Gate) decide(ctx context.Context, in worker.Inbound, session string) (hooks.AdmitAction, hooks.TurnSnapshot, error) {
 	env := in.Envelope
+	if in.Admission == "" && !g.o.Hooks.MayAdmit(env) && !g.reg.anyQueued(session) {
+		// Nothing may decide admission and no steering message waits: the
+		// message is processed, and no snapshot is needed to say so
+		// (the registry still learns of the turn: quit and other
+		// workers' follow-ups wait for its run key).
+		action, snap, err := g.sticky(ctx, in, session, hooks.TurnSnapshot{SessionID: session})
+		if err == nil && action == "" {
+			action = process
+		}
+		return action, snap, err
+	}
 	snap, err := g.Snapshot(ctx, session, env.ID, in.StreamSeq)
 	if err != nil {
 		return "", snap, retry("taking the turn snapshot", err)
 	}
-	if in.Delivery > 1 {
-		if _, ok, err := g.reg.exists(ctx, g.o.Names.TurnRunKey(session, env.ID)); err != nil {
-			return "", snap, retry("reading the turn registry", err)
-		} else if ok {
-			return process, snap, nil
-		}
-		if _, ok, err := g.reg.exists(ctx, g.o.Names.TurnWaitKey(session, in.StreamSeq)); err != nil {
-			return "", snap, retry("reading the turn registry", err)
-		} else if ok {
-			return followUp, snap, nil
-		}
+	if action, _, err := g.sticky(ctx, in, session, snap); err != nil || action != "" {
+		return action, snap, err
 	}
 	if in.Admission == string(followUp) {
 		return followUp, snap, nil
@@ -201,6 +207,26 @@ func (g *Gate) decide(ctx context.Context, in worker.Inbound, session string) (h
 		g.log.Warn("admission.unknown_action", "action", d.Action, "envelope", env.ID)
 		return process, snap, nil
 	}
+}
+
+// sticky returns the decision an earlier delivery of the envelope made
+// (it registered a run or wait key), "" on a first delivery or when none
+// did: the registry reads happen only on a redelivery.
+func (g *Gate) sticky(ctx context.Context, in worker.Inbound, session string, snap hooks.TurnSnapshot) (hooks.AdmitAction, hooks.TurnSnapshot, error) {
+	if in.Delivery <= 1 {
+		return "", snap, nil
+	}
+	if _, ok, err := g.reg.exists(ctx, g.o.Names.TurnRunKey(session, in.Envelope.ID)); err != nil {
+		return "", snap, retry("reading the turn registry", err)
+	} else if ok {
+		return process, snap, nil
+	}
+	if _, ok, err := g.reg.exists(ctx, g.o.Names.TurnWaitKey(session, in.StreamSeq)); err != nil {
+		return "", snap, retry("reading the turn registry", err)
+	} else if ok {
+		return followUp, snap, nil
+	}
+	return "", snap, nil
 }
 
 // Snapshot computes admit_message's view of session, leaving out the
@@ -347,8 +373,7 @@ func (g *Gate) run(ctx context.Context, in worker.Inbound, session string, wait 
 		g.sweepIfIdle(cctx, session)
 		return err
 	}
-	l.end(cctx)
-	g.sweepIfIdle(cctx, session)
+	g.sweepAfter(cctx, session, env, l.end(cctx))
 	return g.finish(cctx, env.ID, err)
 }
 
@@ -360,6 +385,22 @@ func (g *Gate) finish(ctx context.Context, envelopeID string, err error) error {
 		g.log.Warn("admission.done_marker_failed", "envelope", envelopeID, "err", merr)
 	}
 	return err
+}
+
+// sweepAfter is sweepIfIdle at the end of the turn of env, whose run
+// key's removal was stored at sequence ended of the registry stream (0
+// when it failed). A steering message is published, then marked queued in
+// the registry, before its steerer checks for running turns (see
+// Steering.Publish): once the mirror has applied ended, it holds every
+// marker the removal could race with, so a session without one needs no
+// read of the steering stream. Only turns whose admission nothing decides
+// rely on this; the others read the stream, as their own messages may be
+// what steered.
+func (g *Gate) sweepAfter(ctx context.Context, session string, env *envelope.Envelope, ended uint64) {
+	if ended > 0 && !g.o.Hooks.MayAdmit(env) && g.reg.live.await(ctx, ended) == nil && !g.reg.anyQueued(session) {
+		return
+	}
+	g.sweepIfIdle(ctx, session)
 }
 
 // sweepIfIdle turns leftover steering messages into follow-ups when no

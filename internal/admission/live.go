@@ -118,29 +118,38 @@ func (l *live) keys(ctx context.Context, session string) (sessionKeys, uint64, e
 	if err != nil {
 		return sessionKeys{}, 0, err
 	}
+	if err := l.await(ctx, need); err != nil {
+		return sessionKeys{}, 0, err
+	}
+	tok := subjects.Token(session)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.sessions[tok].clone(), l.versions[tok], nil
+}
+
+// await waits until the mirror has applied stream sequence seq, at most
+// mirrorWait.
+func (l *live) await(ctx context.Context, seq uint64) error {
 	timer := time.NewTimer(mirrorWait)
 	defer timer.Stop()
-	tok := subjects.Token(session)
 	for {
 		l.mu.Lock()
 		if l.ended != nil {
 			l.mu.Unlock()
-			return sessionKeys{}, 0, l.ended
+			return l.ended
 		}
-		if l.seq >= need {
-			k := l.sessions[tok].clone()
-			v := l.versions[tok]
+		if l.seq >= seq {
 			l.mu.Unlock()
-			return k, v, nil
+			return nil
 		}
 		advanced := l.advanced
 		l.mu.Unlock()
 		select {
 		case <-advanced:
 		case <-timer.C:
-			return sessionKeys{}, 0, errMirrorBehind
+			return errMirrorBehind
 		case <-ctx.Done():
-			return sessionKeys{}, 0, ctx.Err()
+			return ctx.Err()
 		}
 	}
 }

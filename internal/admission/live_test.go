@@ -12,6 +12,8 @@ import (
 
 	"github.com/bubbus/bub/internal/natstest"
 	"github.com/bubbus/bub/internal/natsx"
+	"github.com/bubbus/bub/pkg/events"
+	"github.com/bubbus/bub/pkg/hooks"
 	"github.com/bubbus/bub/pkg/subjects"
 )
 
@@ -149,27 +151,12 @@ func TestUnsteeredTurnReadsTheSteeringStreamOnce(t *testing.T) {
 	if _, err := f.gate.steer.steerStream(t.Context()); err != nil { // bound once per worker
 		t.Fatal(err)
 	}
-	nc := f.js.Conn()
-	var reads atomic.Int64
-	sub, err := nc.Subscribe("$JS.API.>", func(m *nats.Msg) {
-		if strings.Contains(m.Subject, f.names.SteerStream()) {
-			reads.Add(1)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Unsubscribe()
-	if err := nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	reads, stop := countRequests(t, f.js.Conn(), f.names.SteerStream())
 	done := f.process(inbound("a", "quiet"))
 	f.waitStarted(t, "a")
 	f.turns.release("a")
 	wait(t, done)
-	if err := nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	stop()
 	if n := reads.Load(); n != 1 {
 		t.Fatalf("the turn made %d requests to the steering stream, want 1", n)
 	}
@@ -188,5 +175,103 @@ func TestHeartbeatKeepsManyKeys(t *testing.T) {
 	time.Sleep(3 * time.Second) // three TTLs: only heartbeats keep the keys
 	if got := runKeys(t, b, "many"); len(got) != n {
 		t.Fatalf("%d of %d keys alive after three TTLs", len(got), n)
+	}
+}
+
+// countRequests counts the JetStream API requests on nc whose subject
+// contains any of parts until the returned stop.
+func countRequests(t *testing.T, nc *nats.Conn, parts ...string) (*atomic.Int64, func()) {
+	t.Helper()
+	var n atomic.Int64
+	sub, err := nc.Subscribe("$JS.API.>", func(m *nats.Msg) {
+		for _, p := range parts {
+			if strings.Contains(m.Subject, p) {
+				n.Add(1)
+				return
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return &n, func() {
+		if err := nc.Flush(); err != nil {
+			t.Error(err)
+		}
+		_ = sub.Unsubscribe()
+	}
+}
+
+// On a worker where nothing implements admit_message (the default
+// policy) a turn reads neither the registry nor the steering stream: it
+// takes no snapshot and its end-of-turn steering check answers from the
+// mirror. It still registers its run key while it runs, for quit and for
+// other workers' follow-ups.
+func TestTurnWithoutAdmitterReadsNoRegistryAndNoSteering(t *testing.T) {
+	f := newFixture(t, "")
+	f.hooks.none = true
+	if _, err := f.gate.steer.steerStream(t.Context()); err != nil { // bound once per worker
+		t.Fatal(err)
+	}
+	reads, stop := countRequests(t, f.js.Conn(), f.names.SteerStream(), f.names.KVStream(f.names.TurnsBucket()))
+	done := f.process(inbound("a", "quiet"))
+	f.waitStarted(t, "a")
+	stop()
+	if n := reads.Load(); n != 0 {
+		t.Fatalf("the turn made %d requests to the turn registry or the steering stream, want 0", n)
+	}
+	if snap, err := f.gate.Snapshot(t.Context(), "quiet", "", 0); err != nil || snap.RunningCount != 1 {
+		t.Fatalf("snapshot of the running turn %+v %v, want its run key", snap, err)
+	}
+	reads, stop = countRequests(t, f.js.Conn(), f.names.SteerStream(), f.names.KVStream(f.names.TurnsBucket()))
+	f.turns.release("a")
+	wait(t, done)
+	stop()
+	if n := reads.Load(); n != 0 {
+		t.Fatalf("the turn's end made %d requests to the turn registry or the steering stream, want 0", n)
+	}
+	if len(f.hooks.snaps) != 0 {
+		t.Fatalf("admit_message was called %d times", len(f.hooks.snaps))
+	}
+	if ok, err := f.gate.reg.Done(t.Context(), "a"); err != nil || !ok {
+		t.Fatalf("no done marker (%v): a redelivery would run the turn again", err)
+	}
+}
+
+// A steering message another worker queued for a turn running on a
+// worker without admit_message is not lost: that turn's end finds it in
+// the mirror and makes it a follow-up.
+func TestSteerFromAnotherWorkerIsSweptByATurnWithoutAdmitter(t *testing.T) {
+	f := newFixture(t, "")
+	f.hooks.none = true
+	steerer := &testHooks{action: hooks.AdmitSteer}
+	gateB, err := NewGate(t.Context(), Options{JS: f.js, Names: f.names, Source: events.Source("worker", "b"), Hooks: steerer, Outbox: f.out, Next: newTurns(), TTL: time.Second, Owner: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(gateB.Close)
+	a := f.process(inbound("a", "s")) // never drains
+	f.waitStarted(t, "a")
+	if err := gateB.Process(t.Context(), inbound("b", "s")); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := f.gate.steer.Count(t.Context(), "s"); err != nil || n != 1 {
+		t.Fatalf("worker B steered %d messages (%v), want 1", n, err)
+	}
+	f.turns.release("a")
+	wait(t, a)
+	if n, err := f.gate.steer.Count(t.Context(), "s"); err != nil || n != 0 {
+		t.Fatalf("%d steering messages left after the turn (%v): not swept", n, err)
+	}
+	st, err := f.js.Stream(t.Context(), f.names.InboundStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := st.GetLastMsgForSubject(t.Context(), f.names.Inbound("http"))
+	if err != nil || raw.Header.Get(subjects.HeaderMsgID) != "b/follow_up" {
+		t.Fatalf("steering message not re-injected as a follow-up: %v", err)
 	}
 }

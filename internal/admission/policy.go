@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/hooks"
 )
 
@@ -22,7 +23,10 @@ type Policy struct {
 	byChannel map[string]hooks.AdmitAction
 }
 
-var _ hooks.MessageAdmitter = (*Policy)(nil)
+var (
+	_ hooks.MessageAdmitter = (*Policy)(nil)
+	_ hooks.AdmissionScoper = (*Policy)(nil)
+)
 
 // ParsePolicy reads BUB_ADMISSION: an action (process, drop, follow_up or
 // steer) for every channel, or a comma list of channel:action pairs with
@@ -84,21 +88,36 @@ func (p *Policy) String() string {
 	return strings.Join(parts, ",")
 }
 
+// MayAdmit implements [hooks.AdmissionScoper]: the policy decides only
+// for a channel whose action is not process.
+func (p *Policy) MayAdmit(msg *envelope.Envelope) bool {
+	a := p.action(msg)
+	return a != "" && a != process
+}
+
+// action is the configured action for msg's channel ("" for none).
+func (p *Policy) action(msg *envelope.Envelope) hooks.AdmitAction {
+	if a, ok := p.byChannel[channelOf(msg)]; ok {
+		return a
+	}
+	return p.def
+}
+
+func channelOf(msg *envelope.Envelope) string {
+	if msg == nil {
+		return ""
+	}
+	return msg.ChannelOrDefault()
+}
+
 // AdmitMessage implements admit_message (see [Policy]).
 func (p *Policy) AdmitMessage(_ context.Context, in hooks.AdmitMessageInput) (hooks.AdmitDecision, bool, error) {
 	if !in.Turn.IsRunning && in.Turn.PendingCount == 0 {
 		return hooks.AdmitDecision{}, false, nil
 	}
-	channel := ""
-	if in.Message != nil {
-		channel = in.Message.ChannelOrDefault()
-	}
-	a, ok := p.byChannel[channel]
-	if !ok {
-		a = p.def
-	}
+	a := p.action(in.Message)
 	if a == "" {
 		return hooks.AdmitDecision{}, false, nil
 	}
-	return hooks.AdmitDecision{Action: a, Reason: fmt.Sprintf("BUB_ADMISSION: %s session is busy", channel)}, true, nil
+	return hooks.AdmitDecision{Action: a, Reason: fmt.Sprintf("BUB_ADMISSION: %s session is busy", channelOf(in.Message))}, true, nil
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/bubbus/bub/internal/replies"
@@ -280,13 +281,36 @@ func (l *lease) stop() {
 	l.mu.Unlock()
 }
 
-// end stops the heartbeats and removes the key.
-func (l *lease) end(ctx context.Context) {
+// end stops the heartbeats and removes the key, and returns the stream
+// sequence of the removal (0 when it failed).
+func (l *lease) end(ctx context.Context) uint64 {
 	l.stop()
-	if err := l.r.kv.Purge(ctx, l.key, jetstream.PurgeTTL(l.r.ttl)); err != nil {
+	seq, err := l.r.purge(ctx, l.key)
+	if err != nil {
 		l.r.log.Warn("admission.unregister_failed", "key", l.key, "err", err)
 	}
+	return seq
 }
+
+// purge removes key as KeyValue.Purge with PurgeTTL(ttl) does (a purge
+// marker that rolls up the key's subject and expires after the TTL) and
+// returns the marker's stream sequence.
+func (r *Registry) purge(ctx context.Context, key string) (uint64, error) {
+	m := nats.NewMsg(r.names.KVKeySubject(r.bucket, key))
+	m.Header.Set(kvOperation, kvPurge)
+	m.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+	ack, err := r.js.PublishMsg(ctx, m, jetstream.WithMsgTTL(r.ttl))
+	if err != nil {
+		return 0, err
+	}
+	return ack.Sequence, nil
+}
+
+// The KV header of a purge marker (as nats.go writes it).
+const (
+	kvOperation = "KV-Operation"
+	kvPurge     = "PURGE"
+)
 
 // exists reports whether key is live.
 func (r *Registry) exists(ctx context.Context, key string) (jetstream.KeyValueEntry, bool, error) {

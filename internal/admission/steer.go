@@ -69,12 +69,12 @@ func (s *Steering) Publish(ctx context.Context, session string, env *envelope.En
 	if err != nil {
 		return fmt.Errorf("publishing steering message %s: %w", env.ID, err)
 	}
-	if ack.Duplicate {
-		return nil // published (and marked) by an earlier delivery
-	}
+	// The marker is what the running turn's drain and the end-of-turn
+	// check of a turn whose admission nothing decides look for, so a
+	// message without one is redelivered (its publish is then a
+	// duplicate, marked again).
 	if err := s.reg.markQueued(ctx, session, ack.Sequence); err != nil {
-		// The running turn may then not see it, the sweep after it will.
-		s.log.Warn("admission.steer_marker_failed", "session", session, "envelope", env.ID, "err", err)
+		return fmt.Errorf("marking steering message %s queued: %w", env.ID, err)
 	}
 	return nil
 }

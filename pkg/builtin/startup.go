@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 
+	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/hooks"
 	"github.com/bubbus/bub/pkg/tape"
 )
@@ -34,6 +35,7 @@ var (
 	_ hooks.ChannelProvider                  = (*Plugin)(nil)
 	_ hooks.RuntimeOptionsProvider           = (*Plugin)(nil)
 	_ hooks.MessageAdmitter                  = (*Plugin)(nil)
+	_ hooks.AdmissionScoper                  = (*Plugin)(nil)
 )
 
 // RegisterCLICommands registers Bub's own commands.
@@ -110,6 +112,17 @@ func (p *Plugin) AdmitMessage(ctx context.Context, in hooks.AdmitMessageInput) (
 		return hooks.AdmitDecision{}, false, nil
 	}
 	return a.AdmitMessage(ctx, in)
+}
+
+// MayAdmit implements [hooks.AdmissionScoper]: only a message of a
+// channel that decides admission may get an answer.
+func (p *Plugin) MayAdmit(msg *envelope.Envelope) bool {
+	m := p.admitters.Load()
+	if m == nil || msg == nil {
+		return false
+	}
+	_, ok := (*m)[msg.Channel]
+	return ok
 }
 
 // admitterMap is the channels' admission deciders by channel name.

@@ -20,7 +20,7 @@ func TestAdmitMessageDelegatesToTheChannel(t *testing.T) {
 	p := builtin.New(builtin.Options{})
 	cli := &envelope.Envelope{ID: "m", Channel: channels.CLIName}
 	running := hooks.TurnSnapshot{IsRunning: true, RunningCount: 1}
-	if _, ok, _ := p.AdmitMessage(ctx, hooks.AdmitMessageInput{Message: cli, Turn: running}); ok {
+	if _, ok, _ := p.AdmitMessage(ctx, hooks.AdmitMessageInput{Message: cli, Turn: running}); ok || p.MayAdmit(cli) {
 		t.Error("before SetChannels the builtin answered")
 	}
 	p.SetChannels([]hooks.Channel{channels.HTTP{}, channels.CLI{}})
@@ -43,6 +43,10 @@ func TestAdmitMessageDelegatesToTheChannel(t *testing.T) {
 		}
 		if ok && d.Reason != channels.CLISteerReason {
 			t.Errorf("%s: reason %q", tc.name, d.Reason)
+		}
+		// MayAdmit tells ahead of time: only a deciding channel may answer.
+		if may := p.MayAdmit(tc.msg); may != (tc.msg.Channel == channels.CLIName) {
+			t.Errorf("%s: MayAdmit = %v", tc.name, may)
 		}
 	}
 }

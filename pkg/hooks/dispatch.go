@@ -417,6 +417,18 @@ func (r *Registry[S, C]) AdmitMessage(ctx context.Context, in AdmitMessageInput)
 	return d, nil
 }
 
+// MayAdmit reports whether an implementation of admit_message may decide
+// msg's admission: one without [AdmissionScoper], or one whose MayAdmit
+// says so. When none may, AdmitMessage would answer process.
+func (r *Registry[S, C]) MayAdmit(msg *envelope.Envelope) bool {
+	for _, im := range r.tab.Load().admitMessage {
+		if sc, ok := As[AdmissionScoper](im.hook); !ok || sc.MayAdmit(msg) {
+			return true
+		}
+	}
+	return false
+}
+
 // ContinuePrompt dispatches continue_prompt (firstresult). An answer is
 // required: without one it returns [ErrNoAnswer].
 func (r *Registry[S, C]) ContinuePrompt(ctx context.Context, in ContinuePromptInput) (string, error) {

@@ -247,6 +247,16 @@ type MessageAdmitter interface {
 	AdmitMessage(ctx context.Context, in AdmitMessageInput) (decision AdmitDecision, ok bool, err error)
 }
 
+// AdmissionScoper is the optional capability of a [MessageAdmitter] that
+// knows ahead of time, from the message alone, that it will never answer
+// admit_message with anything but process (or no answer) for it. A
+// runtime where no implementation may decide a message's admission
+// processes it without asking, and without the turn snapshot the hook's
+// input needs. An admitter without the capability may always decide.
+type AdmissionScoper interface {
+	MayAdmit(msg *envelope.Envelope) bool
+}
+
 // BeforeLLMCallInput is the input of before_llm_call.
 type BeforeLLMCallInput struct {
 	// Request is the request as modified by higher-priority implementations.

@@ -214,3 +214,33 @@ func TestConcurrentDispatchAndRegistration(t *testing.T) {
 	wg.Wait()
 	equal(t, "resolvers", len(r.Report()[0].Impls), 50)
 }
+
+// scoped is an admit_message implementation that may decide only the
+// messages of one channel.
+type scoped struct {
+	fake
+	channel string
+}
+
+func (s *scoped) MayAdmit(m *envelope.Envelope) bool { return m.Channel == s.channel }
+
+func TestMayAdmit(t *testing.T) {
+	admit := func(hooks.AdmitMessageInput) (hooks.AdmitDecision, bool, error) {
+		return hooks.AdmitDecision{Action: hooks.AdmitSteer}, true, nil
+	}
+	cli, http := &envelope.Envelope{Channel: "cli"}, &envelope.Envelope{Channel: "http"}
+	cliOnly := &scoped{fake: fake{name: "builtin", admitMessage: admit}, channel: "cli"}
+	for _, tc := range []struct {
+		name      string
+		plugins   []hooks.Plugin
+		cli, http bool
+	}{
+		{"no admit_message", []hooks.Plugin{&fake{name: "other", onError: func(hooks.OnErrorInput) error { return nil }}}, false, false},
+		{"scoped to cli", []hooks.Plugin{cliOnly}, true, false},
+		{"and an unscoped one", []hooks.Plugin{cliOnly, &fake{name: "policy", admitMessage: admit}}, true, true},
+	} {
+		r := newRegistry(t, nil, tc.plugins...)
+		equal(t, tc.name+": cli", r.MayAdmit(cli), tc.cli)
+		equal(t, tc.name+": http", r.MayAdmit(http), tc.http)
+	}
+}
