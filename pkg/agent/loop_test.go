@@ -37,7 +37,19 @@ func TestToolCallsRunConcurrently(t *testing.T) {
 	started.Add(2)
 	bothStarted := make(chan struct{})
 	go func() { started.Wait(); close(bothStarted) }()
-	secondDone := make(chan struct{})
+	var e *env
+	// secondFinished reports whether the second call's ToolCallFinished
+	// is on the log: the first call returns only after it, so the order
+	// checked below is the order the calls finished in, not a race
+	// between the second's return and its event.
+	secondFinished := func() bool {
+		for _, f := range eventsOf[*events.ToolCallFinished](e.log) {
+			if f.Call.Tool == "wait_second" {
+				return true
+			}
+		}
+		return false
+	}
 	barrier := func(ctx context.Context) error {
 		started.Done()
 		select {
@@ -53,21 +65,25 @@ func TestToolCallsRunConcurrently(t *testing.T) {
 		if err := barrier(ctx); err != nil {
 			return nil, err
 		}
-		select { // finish after the second call
-		case <-secondDone:
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		deadline := time.After(waitLimit / 2)
+		for !secondFinished() { // finish after the second call
+			select {
+			case <-time.After(5 * time.Millisecond):
+			case <-deadline:
+				return nil, errors.New("the second call never finished")
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
 		}
 		return "first result", nil
 	})
 	second := tool("wait.second", nil, func(ctx context.Context, _ *tools.Context, _ map[string]any) (any, error) {
-		defer close(secondDone)
 		if err := barrier(ctx); err != nil {
 			return nil, err
 		}
 		return "second result", nil
 	})
-	e := newEnv(t, []fakellm.Step{
+	e = newEnv(t, []fakellm.Step{
 		{ToolCalls: []fakellm.ToolCall{call("wait_first", `{}`), call("wait_second", `{}`)}},
 		{Text: "done"},
 	}, withTools(first, second))
