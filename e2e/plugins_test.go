@@ -158,8 +158,13 @@ func buildFromDocs(t *testing.T) string {
 		}
 	}
 	goCmd("mod", "tidy")
+	start := time.Now()
 	goCmd("build", "-o", "mybub", ".")
-	return filepath.Join(dir, "mybub")
+	bin := filepath.Join(dir, "mybub")
+	if st, err := os.Stat(bin); err == nil {
+		t.Logf("built %s (%.1f MB) in %v", bin, float64(st.Size())/1e6, time.Since(start).Round(time.Second))
+	}
+	return bin
 }
 
 // docFiles returns the code blocks of a markdown page that follow a
