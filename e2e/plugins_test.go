@@ -148,7 +148,7 @@ func buildFromDocs(t *testing.T) string {
 	}
 	write("go.sum", string(sum)) // what tidy would download, already verified
 	goCmd := func(args ...string) {
-		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute) // a cold build on a loaded machine
 		defer cancel()
 		cmd := exec.CommandContext(ctx, "go", args...)
 		cmd.Dir = dir
