@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -33,6 +34,8 @@ type admissionStack struct {
 	fake *fakellm.Server
 	web  string
 	js   jetstream.JetStream
+	// channel is the channel send posts on; "" is ingress's default, http.
+	channel string
 }
 
 func startAdmissionStack(t *testing.T, policy string) *admissionStack {
@@ -81,7 +84,11 @@ func (s *admissionStack) consumer(t *testing.T) jetstream.Consumer {
 // send posts a message without waiting and returns its envelope id.
 func (s *admissionStack) send(t *testing.T, session, content string) string {
 	t.Helper()
-	status, r := post(t, s.web, map[string]any{"content": content, "session_id": session}, "")
+	body := map[string]any{"content": content, "session_id": session}
+	if s.channel != "" {
+		body["channel"] = s.channel
+	}
+	status, r := post(t, s.web, body, "")
 	if status != 202 {
 		t.Fatalf("POST %q: %d %+v", content, status, r)
 	}
@@ -128,7 +135,7 @@ func (s *admissionStack) replies(t *testing.T, session string, ids ...string) []
 			return false, err.Error()
 		}
 		for next := uint64(1); ; {
-			raw, err := st.GetMsg(context.Background(), next, jetstream.WithGetMsgSubject(names.OutboundOfChannel("http")))
+			raw, err := st.GetMsg(context.Background(), next, jetstream.WithGetMsgSubject(names.OutboundAll()))
 			if err != nil {
 				break
 			}
@@ -279,8 +286,24 @@ func TestAdmissionFollowUpOrder(t *testing.T) {
 }
 
 func TestAdmissionSteerReachesTheRunningTurn(t *testing.T) {
-	s := startAdmissionStack(t, "steer")
-	session := "adm:steer"
+	steerReachesTheRunningTurn(t, startAdmissionStack(t, "steer"), "adm:steer")
+}
+
+// TestAdmissionCLIChannelSteers: with no BUB_ADMISSION policy the
+// builtin's admit_message delegates to the message's channel, and the cli
+// channel steers a line typed while its session runs a turn into that
+// turn (Bub's CLI channel).
+func TestAdmissionCLIChannelSteers(t *testing.T) {
+	s := startAdmissionStack(t, "")
+	s.channel = "cli"
+	steerReachesTheRunningTurn(t, s, "adm:cli")
+}
+
+// steerReachesTheRunningTurn sends a slow message and, while its model
+// call runs, a second one that must be steered into that turn.
+func steerReachesTheRunningTurn(t *testing.T, s *admissionStack, session string) {
+	t.Helper()
+	channel := cmp.Or(s.channel, "http")
 	slow := s.send(t, session, "slow question")
 	s.running(t, session, 1)
 	// Steer while the slow step's model call runs: after the step's first
@@ -296,12 +319,12 @@ func TestAdmissionSteerReachesTheRunningTurn(t *testing.T) {
 	if len(reqs) != 2 {
 		t.Fatalf("model saw %d requests, want 2 (the slow step, then the step with the steering message)", len(reqs))
 	}
-	if !hasMessage(reqs[1], "also mention the kiwi") {
-		t.Fatalf("the running turn's next request lacks the steering message: %+v", reqs[1].Messages)
+	if !hasMessage(reqs[1], "also mention the kiwi") || !hasMessage(reqs[1], "slow done.") {
+		t.Fatalf("the running turn's next request lacks its first answer or the steering message: %+v", reqs[1].Messages)
 	}
 	// Steered input is built like any prompt (build_prompt): its
 	// context line and date line come before the text.
-	if !hasMessage(reqs[1], "channel=$http") || !hasMessage(reqs[1], "---\nalso mention the kiwi") {
+	if !hasMessage(reqs[1], "channel=$"+channel) || !hasMessage(reqs[1], "---\nalso mention the kiwi") {
 		t.Fatalf("the steering message reached the model without its context and date lines: %+v", reqs[1].Messages)
 	}
 	if len(out) != 1 {

@@ -88,12 +88,13 @@ func TestOnboardConfigFileAndPrecedence(t *testing.T) {
 	}
 
 	// A flag beats the environment, which beats the file: the log level.
-	if err := config.Save(path, config.Config{"model": "echo:onboarded", "log_level": "debug"}); err != nil {
+	// Debug logs show the configuration, never the key.
+	if err := config.Save(path, config.Config{"model": "echo:onboarded", "api_key": "sk-e2e-secret", "log_level": "debug"}); err != nil {
 		t.Fatal(err)
 	}
 	const debugLine = "level=DEBUG"
-	if e := runBub(t, nil, "run", "--home", home, "--session", "s", "hi").stderr; !strings.Contains(e, debugLine) {
-		t.Errorf("log_level: debug in the file: no debug logs:\n%s", e)
+	if res := runBub(t, nil, "run", "--home", home, "--session", "s", "hi"); !strings.Contains(res.stderr, debugLine) || strings.Contains(res.stdout+res.stderr, "sk-e2e-secret") {
+		t.Errorf("log_level: debug in the file: want debug logs without the key:\n%s", res.stderr)
 	}
 	if e := runBub(t, []string{"BUB_LOG_LEVEL=error"}, "run", "--home", home, "--session", "s", "hi").stderr; strings.Contains(e, "level=") {
 		t.Errorf("BUB_LOG_LEVEL=error did not beat the file:\n%s", e)

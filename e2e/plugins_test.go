@@ -148,7 +148,7 @@ func buildFromDocs(t *testing.T) string {
 	}
 	write("go.sum", string(sum)) // what tidy would download, already verified
 	goCmd := func(args ...string) {
-		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute) // a cold build on a loaded machine
 		defer cancel()
 		cmd := exec.CommandContext(ctx, "go", args...)
 		cmd.Dir = dir
@@ -158,8 +158,13 @@ func buildFromDocs(t *testing.T) string {
 		}
 	}
 	goCmd("mod", "tidy")
+	start := time.Now()
 	goCmd("build", "-o", "mybub", ".")
-	return filepath.Join(dir, "mybub")
+	bin := filepath.Join(dir, "mybub")
+	if st, err := os.Stat(bin); err == nil {
+		t.Logf("built %s (%.1f MB) in %v", bin, float64(st.Size())/1e6, time.Since(start).Round(time.Second))
+	}
+	return bin
 }
 
 // docFiles returns the code blocks of a markdown page that follow a
