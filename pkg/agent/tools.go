@@ -139,8 +139,8 @@ type Approval struct {
 // approve parks call, which a before_tool_call hook asked about with ask,
 // on the run's [Approver] and returns the decision that applies once it
 // is answered: nil (run the tool) or a deny. It emits ApprovalRequested
-// when it records the approval, and ApprovalAnswered or ApprovalTimedOut
-// when it ends. A run without an Approver cannot ask anyone: the call is
+// once it recorded the approval (or found the record), and
+// ApprovalAnswered or ApprovalTimedOut when it ends. A run without an Approver cannot ask anyone: the call is
 // denied.
 func (a *Agent) approve(ctx context.Context, r *Run, slot string, call tools.Call, ask *tools.Decision) (*tools.Decision, error) {
 	if r.Approvals == nil {
@@ -152,7 +152,7 @@ func (a *Agent) approve(ctx context.Context, r *Run, slot string, call tools.Cal
 	}
 	now := time.Now().UTC()
 	timeout := time.Duration(ask.TimeoutMS) * time.Millisecond
-	rec, created, err := r.Approvals.Request(ctx, Approval{
+	rec, _, err := r.Approvals.Request(ctx, Approval{
 		ID: events.ApprovalID(turn, r.SessionID, slot), SessionID: r.SessionID, EnvelopeID: r.Answers.EnvelopeID, RunID: r.RunID,
 		Tool: call.Tool, CallID: call.CallID, Arguments: call.Arguments, Reason: ask.Message, Default: ask.Default,
 		Created: now, Deadline: now.Add(timeout), Status: ApprovalPending,
@@ -160,11 +160,11 @@ func (a *Agent) approve(ctx context.Context, r *Run, slot string, call tools.Cal
 	if err != nil {
 		return nil, err
 	}
-	if created {
-		if _, err := events.Emit(ctx, r.Bus, &events.ApprovalRequested{Meta: r.meta(), ID: rec.ID, Call: call, Reason: rec.Reason,
-			Timeout: timeout, Deadline: rec.Deadline, Default: rec.Default, EnvelopeID: rec.EnvelopeID}); err != nil {
-			return nil, err
-		}
+	// Every run that parks the call records the request it waits on: a
+	// redelivered turn that found the record emits it again, same id.
+	if _, err := events.Emit(ctx, r.Bus, &events.ApprovalRequested{Meta: r.meta(), ID: rec.ID, Call: call, Reason: rec.Reason,
+		Timeout: rec.Deadline.Sub(rec.Created), Deadline: rec.Deadline, Default: rec.Default, EnvelopeID: rec.EnvelopeID}); err != nil {
+		return nil, err
 	}
 	if rec.Status == ApprovalPending {
 		if rec, err = r.Approvals.Wait(ctx, rec.ID); err != nil {

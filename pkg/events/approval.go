@@ -18,9 +18,10 @@ const (
 	ApprovalDeny    = "deny"
 )
 
-// ApprovalRequested is emitted when an ask parks a tool call: once per
-// call, when its durable record is created (a redelivered turn that finds
-// the record does not emit it again). Handlers observe it.
+// ApprovalRequested is emitted when an ask parks a tool call, once its
+// durable record exists; a redelivered turn that finds the record emits
+// it again with the same ID (a consumer that shows pending approvals
+// keys them by ID). Handlers observe it.
 type ApprovalRequested struct {
 	Meta
 	// ID names the approval: the id an answer gives.
