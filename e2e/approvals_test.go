@@ -124,17 +124,23 @@ func (s *approvalStack) toolResultOf(t *testing.T, id string) string {
 // remote interceptor) parks the call until it is approved over HTTP,
 // denied over NATS, times out, or is approved with `bub approve` while
 // no worker runs (the worker that parked it was killed; the next one
-// completes the turn). Each request, answer and timeout is an event and
+// completes the turn). The worker runs one turn at a time
+// (BUB_WORKER_CONCURRENCY=1): a parked turn holds no slot, so another
+// session's turn runs while it waits. Each request, answer and timeout is an event and
 // a tape entry; a second answer is refused.
 func TestApprovalPaths(t *testing.T) {
 	s := startApprovalStack(t)
-	wA := s.worker(t, "wA")
+	// One turn slot: a parked turn gives it back, so other turns still run.
+	wA := s.worker(t, "wA", "BUB_WORKER_CONCURRENCY=1")
 
 	t.Run("approve over HTTP", func(t *testing.T) {
 		got := s.asyncPost(t, "ap:approve", "please write one file")
 		d := s.requested(t)
 		if d.Tool != "fs_write" || d.Default != "deny" || d.Reason != "Tool 'fs_write' needs your approval." || d.TimeoutMS != 300000 {
 			t.Fatalf("approval.requested %+v", d)
+		}
+		if status, r := post(t, s.web, map[string]any{"content": "hello while parked", "session_id": "ap:other"}, "60s"); status != 200 || len(r.Outbounds) != 1 {
+			t.Fatalf("a turn beside the parked one (concurrency 1): %d %+v", status, r)
 		}
 		if status, body := s.answerHTTP(t, d.ID, `{"decision": "perhaps"}`); status != 400 || !strings.Contains(body, "invalid_answer") {
 			t.Fatalf("bad answer: %d %s", status, body)

@@ -90,7 +90,7 @@ func (rt *Runtime) prepare(t *turn, session string, state *bub.State, steer agen
 		State:     state,
 		Tape:      rtape,
 		Bus:       bus,
-		Approvals: rt.o.Approvals,
+		Approvals: rt.approver(),
 		ToolContext: func(tc *tools.Context) {
 			tc.Tape = rtape
 			tc.Spawner = sp
