@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -196,6 +197,44 @@ func TestApprovalPaths(t *testing.T) {
 		s.wantTape(t, "ap:timeout", "approval.requested", "approval.timed_out")
 	})
 
+	t.Run("bub chat answers inline", func(t *testing.T) {
+		cmd, stdin, stdout := startChat(t, nil, "--nats", s.srv.URL, "--session", "ap:chat")
+		var got strings.Builder
+		// readUntil reads until the output holds want n times.
+		readUntil := func(want string, n int) {
+			t.Helper()
+			buf := make([]byte, 512)
+			for strings.Count(got.String(), want) < n {
+				n, err := stdout.Read(buf)
+				got.Write(buf[:n])
+				if err != nil {
+					t.Fatalf("bub chat output lacks %q: %v\n%s", want, err, got.String())
+				}
+			}
+		}
+		if _, err := io.WriteString(stdin, "please write one more file\n"); err != nil {
+			t.Fatal(err)
+		}
+		readUntil("answer y to approve, n [reason] to deny: ", 1)
+		d := s.requested(t)
+		if !strings.Contains(got.String(), "[approval "+d.ID+"] Tool 'fs_write' needs your approval.") {
+			t.Errorf("bub chat shows the approval as:\n%s", got.String())
+		}
+		if _, err := io.WriteString(stdin, "y\n"); err != nil {
+			t.Fatal(err)
+		}
+		readUntil("approval "+d.ID+": approved", 1)
+		readUntil("bub> ", 2) // the turn's reply, then the next prompt
+		if _, err := io.WriteString(stdin, ",quit\n"); err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.ReadAll(stdout)
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("bub chat: %v\n%s", err, got.String())
+		}
+		s.wantTape(t, "ap:chat", "approval.requested", "approval.answered")
+	})
+
 	t.Run("worker killed while waiting", func(t *testing.T) {
 		got := s.asyncPost(t, "ap:kill", "please write three files")
 		d := s.requested(t)
@@ -232,4 +271,27 @@ func (s *approvalStack) wantTape(t *testing.T, session string, names ...string) 
 		}
 		return true, ""
 	})
+}
+
+// startChat starts `bub chat` with args (and --log-level warn) on pipes;
+// a watchdog kills it after 90s, and the test's end does.
+func startChat(t *testing.T, env []string, args ...string) (*exec.Cmd, io.WriteCloser, io.ReadCloser) {
+	t.Helper()
+	cmd := exec.Command(binary(t, "bub"), append(append([]string{"chat"}, args...), "--log-level", "warn")...)
+	cmd.Env = append(os.Environ(), env...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	watchdog := time.AfterFunc(90*time.Second, func() { _ = cmd.Process.Kill() })
+	t.Cleanup(func() { watchdog.Stop(); _ = cmd.Process.Kill() })
+	return cmd, stdin, stdout
 }
