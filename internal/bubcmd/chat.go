@@ -132,7 +132,7 @@ func chatLoop(ctx context.Context, in io.Reader, out io.Writer, during func(cont
 		default:
 			done := make(chan error, 1)
 			go func() { done <- send(ctx, line) }()
-			if err := awaitTurn(ctx, lines, done, during); err != nil {
+			if quit, err := awaitTurn(lines, done, func(l string) { during(ctx, l) }); quit || err != nil {
 				return err
 			}
 		}
@@ -145,18 +145,21 @@ func chatLoop(ctx context.Context, in io.Reader, out io.Writer, during func(cont
 }
 
 // awaitTurn waits for a turn's send to return, giving the lines typed
-// meanwhile to during.
-func awaitTurn(ctx context.Context, lines <-chan string, done <-chan error, during func(context.Context, string)) error {
+// meanwhile to during; a quit command typed meanwhile (or the end of
+// input) leaves once the turn ended.
+func awaitTurn(lines <-chan string, done <-chan error, during func(string)) (quit bool, err error) {
 	for {
 		select {
 		case err := <-done:
-			return err
+			return quit, err
 		case l, ok := <-lines:
-			if !ok {
-				return <-done
-			}
-			if l != "" {
-				during(ctx, l)
+			switch {
+			case !ok:
+				return true, <-done
+			case l == ",quit", l == ",exit":
+				quit = true
+			case l != "":
+				during(l)
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -73,6 +74,9 @@ func (s *Server) postApproval(w http.ResponseWriter, r *http.Request) {
 	writeError(w, status, code, err.Error())
 }
 
+// answerTimeout bounds recording one NATS answer.
+const answerTimeout = 10 * time.Second
+
 // ServeApprovalAnswers answers NATS requests on names.ApprovalAnswer():
 // the body is {"id", "decision", "reason"}; the reply is {"approval"} or
 // {"error", "code"} with the codes of the HTTP endpoint. An invalid
@@ -80,7 +84,8 @@ func (s *Server) postApproval(w http.ResponseWriter, r *http.Request) {
 // stops serving.
 func ServeApprovalAnswers(nc *nats.Conn, names subjects.Names, store *approvals.Store, dead *dlq.Writer, log *slog.Logger) (stop func() error, err error) {
 	sub, err := nc.QueueSubscribe(names.ApprovalAnswer(), names.Service("ingress"), func(m *nats.Msg) {
-		ctx := context.Background()
+		ctx, cancel := context.WithTimeout(context.Background(), answerTimeout)
+		defer cancel()
 		a, err := approvals.DecodeAnswer(m.Data, true)
 		var reply any
 		if err == nil {
