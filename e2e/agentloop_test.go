@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -152,22 +151,7 @@ func TestChatStreamsDeltasBeforeTheTurnEnds(t *testing.T) {
 	fake, base := fakellm.Start(t, fakellm.Script{Steps: []fakellm.Step{
 		{Text: "alpha beta gamma delta epsilon", Chunks: 5, ChunkDelay: fakellm.Duration(300 * time.Millisecond)},
 	}})
-	cmd := exec.Command(binary(t, "bub"), "chat", "--home", t.TempDir(), "--log-level", "warn")
-	cmd.Env = append(os.Environ(), "BUB_MODEL=openai:fake", "BUB_API_BASE="+base, "BUB_API_KEY=x")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	watchdog := time.AfterFunc(60*time.Second, func() { _ = cmd.Process.Kill() })
-	t.Cleanup(func() { watchdog.Stop(); _ = cmd.Process.Kill() })
+	cmd, stdin, stdout := startChat(t, []string{"BUB_MODEL=openai:fake", "BUB_API_BASE=" + base, "BUB_API_KEY=x"}, "--home", t.TempDir())
 	if _, err := io.WriteString(stdin, "tell me five words\n"); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
+	"github.com/bubbus/bub/internal/approvals"
 	"github.com/bubbus/bub/internal/cli"
 	"github.com/bubbus/bub/internal/ingress"
 	"github.com/bubbus/bub/internal/workercmd"
@@ -32,7 +34,9 @@ func newChat(env *Env) *cobra.Command {
 		Short: "Chat with the agent: one turn per input line, replies streamed as they are generated",
 		Long: `Reads lines from standard input and sends each as a message of the session;
 token deltas are printed as the model produces them. ",quit" or ",exit"
-(or end of input) leaves. Without --nats it runs an embedded NATS server
+(or end of input) leaves. A tool call that waits for a person's approval
+is shown while its turn runs: type y to approve it, n [reason] to deny.
+Without --nats it runs an embedded NATS server
 with a worker and a recorder in this process.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -57,7 +61,12 @@ with a worker and a recorder in this process.`,
 						return err
 					}
 					defer func() { _ = sub.Unsubscribe() }()
-					return chatLoop(ctx, cmd.InOrStdin(), out, func(ctx context.Context, line string) error {
+					asked, err := newChatApprovals(ctx, c, session, out)
+					if err != nil {
+						return err
+					}
+					defer asked.stop()
+					return chatLoop(ctx, cmd.InOrStdin(), out, asked.answer, func(ctx context.Context, line string) error {
 						streamed.Store(false)
 						outs, err := ask(ctx, gw, &envelope.Envelope{ID: events.NewID(), Content: line, Channel: "cli", ChatID: chatID,
 							SessionID: session, Context: envelope.NewContext("thread_id", session)}, wait)
@@ -98,19 +107,32 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 }
 
 // chatLoop sends every non-empty input line until end of input or a quit
-// command.
-func chatLoop(ctx context.Context, in io.Reader, out io.Writer, send func(context.Context, string) error) error {
+// command. A line typed while a turn runs goes to during (the answer to
+// an approval the turn waits for).
+func chatLoop(ctx context.Context, in io.Reader, out io.Writer, during func(context.Context, string), send func(context.Context, string) error) error {
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		for sc.Scan() {
+			select {
+			case lines <- strings.TrimSpace(sc.Text()):
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
 	fmt.Fprint(out, "bub> ")
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
+	for line := range lines {
 		switch line {
 		case "":
 		case ",quit", ",exit":
 			return nil
 		default:
-			if err := send(ctx, line); err != nil {
+			done := make(chan error, 1)
+			go func() { done <- send(ctx, line) }()
+			if quit, err := awaitTurn(lines, done, func(l string) { during(ctx, l) }); quit || err != nil {
 				return err
 			}
 		}
@@ -120,4 +142,95 @@ func chatLoop(ctx context.Context, in io.Reader, out io.Writer, send func(contex
 		fmt.Fprint(out, "bub> ")
 	}
 	return sc.Err()
+}
+
+// awaitTurn waits for a turn's send to return, giving the lines typed
+// meanwhile to during; a quit command typed meanwhile (or the end of
+// input) leaves once the turn ended.
+func awaitTurn(lines <-chan string, done <-chan error, during func(string)) (quit bool, err error) {
+	for {
+		select {
+		case err := <-done:
+			return quit, err
+		case l, ok := <-lines:
+			switch {
+			case !ok:
+				return true, <-done
+			case l == ",quit", l == ",exit":
+				quit = true
+			case l != "":
+				during(l)
+			}
+		}
+	}
+}
+
+// chatApprovals shows the approvals the session's turns wait for and
+// answers them from the input lines: "y" approves, "n [reason]" denies.
+type chatApprovals struct {
+	store *approvals.Store
+	out   io.Writer
+	sub   *nats.Subscription
+
+	mu      sync.Mutex
+	pending []string // approval ids, oldest first
+}
+
+func newChatApprovals(ctx context.Context, c *client, session string, out io.Writer) (*chatApprovals, error) {
+	store, err := approvals.Open(ctx, c.conn.JS, c.conn.Names)
+	if err != nil {
+		return nil, err
+	}
+	a := &chatApprovals{store: store, out: out}
+	a.sub, err = c.conn.NC.Subscribe(c.conn.Names.Event(session, events.SubjectName(events.TypeApprovalRequested)), func(m *nats.Msg) {
+		ev, err := events.Decode(m.Header, m.Data)
+		var d events.ApprovalRequestedData
+		if err != nil || events.DecodeData(ev, &d) != nil {
+			return
+		}
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if slices.Contains(a.pending, d.ID) {
+			return // a redelivered turn asks again
+		}
+		a.pending = append(a.pending, d.ID)
+		args, _ := json.Marshal(d.Arguments)
+		fmt.Fprintf(out, "\n[approval %s] %s\n  %s %s (default at %s: %s)\n  answer y to approve, n [reason] to deny: ", d.ID, d.Reason, d.Tool, args, d.Deadline, d.Default)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return a, c.conn.NC.Flush()
+}
+
+func (a *chatApprovals) stop() { _ = a.sub.Unsubscribe() }
+
+// answer answers the oldest pending approval with line.
+func (a *chatApprovals) answer(ctx context.Context, line string) {
+	a.mu.Lock()
+	if len(a.pending) == 0 {
+		a.mu.Unlock()
+		fmt.Fprintln(a.out, "(the turn is running; wait for its reply)")
+		return
+	}
+	id := a.pending[0]
+	word, reason, _ := strings.Cut(line, " ")
+	var approve bool
+	switch strings.ToLower(word) {
+	case "y", "yes", "approve":
+		approve = true
+	case "n", "no", "deny":
+	default:
+		a.mu.Unlock()
+		fmt.Fprint(a.out, "answer y to approve, n [reason] to deny: ")
+		return
+	}
+	a.pending = a.pending[1:]
+	a.mu.Unlock()
+	rec, err := a.store.Answer(ctx, id, approve, strings.TrimSpace(reason), "cli")
+	if err != nil {
+		fmt.Fprintln(a.out, err)
+		return
+	}
+	fmt.Fprintf(a.out, "approval %s: %s\n", rec.ID, rec.Status)
 }

@@ -30,7 +30,7 @@ func TestProvision(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("--json output does not decode: %v\n%s", err, out)
 	}
-	if !got.DryRun || len(got.Changes) != 13 || got.Changes[0].Name != "BUB_INBOUND" || got.Changes[12].Name != "gateway-telegram" {
+	if !got.DryRun || len(got.Changes) != 14 || got.Changes[0].Name != "BUB_INBOUND" || got.Changes[13].Name != "gateway-telegram" {
 		t.Errorf("dry run: %s", out)
 	}
 	for _, c := range got.Changes {

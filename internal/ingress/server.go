@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bubbus/bub/internal/approvals"
 	"github.com/bubbus/bub/internal/telemetry"
 	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/events"
@@ -90,6 +91,8 @@ type Server struct {
 	ready Ready
 	log   *slog.Logger
 	tapes tapes
+	// approvals answers POST /v1/approvals/{id} (nil: 503).
+	approvals *approvals.Store
 }
 
 // NewServer returns the HTTP API over gw.
@@ -109,6 +112,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("POST /v1/messages", telemetry.HTTPHandler("POST /v1/messages", s.auth(s.postMessage)))
 	mux.HandleFunc("GET /v1/sessions/{session}/events", s.auth(s.streamSession))
 	mux.HandleFunc("GET /v1/sessions", s.auth(s.listSessions))
+	mux.HandleFunc("POST /v1/approvals/{id}", s.auth(s.postApproval))
 	mux.HandleFunc("GET /v1/sessions/{session}/tape", s.auth(s.readTape))
 	mux.HandleFunc("GET /v1/status", s.auth(s.readStatus))
 	mux.HandleFunc("GET /v1/hooks", s.auth(s.readHooks))

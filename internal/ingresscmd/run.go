@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net"
 
+	"github.com/bubbus/bub/internal/approvals"
+	"github.com/bubbus/bub/internal/dlq"
 	"github.com/bubbus/bub/internal/ingress"
 	"github.com/bubbus/bub/internal/natsx"
 	"github.com/bubbus/bub/internal/service"
@@ -57,5 +59,14 @@ func Run(ctx context.Context, conn *service.Conn, o Options, log *slog.Logger) e
 	if err != nil {
 		return err
 	}
-	return srv.Run(ctx, o.Listener)
+	store, err := approvals.Open(ctx, conn.JS, conn.Names)
+	if err != nil {
+		return err
+	}
+	stop, err := ingress.ServeApprovalAnswers(conn.NC, conn.Names, store, dlq.NewWriter(conn.JS, conn.Names, log), log)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = stop() }()
+	return srv.WithApprovals(store).Run(ctx, o.Listener)
 }

@@ -47,8 +47,8 @@ func TestApplyCheckNamesTheFirstMissingStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(changes) != 6+4+2 {
-		t.Errorf("dry run lists %d resources, want 6 streams, 4 buckets, 2 consumers: %v", len(changes), changes)
+	if len(changes) != 6+5+2 {
+		t.Errorf("dry run lists %d resources, want 6 streams, 5 buckets, 2 consumers: %v", len(changes), changes)
 	}
 	for _, c := range changes {
 		if c.Action != ActionCreate {

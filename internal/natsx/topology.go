@@ -222,7 +222,8 @@ func (t Topology) GatewayConsumer(n subjects.Names, channel string) jetstream.Co
 	}
 }
 
-// Buckets returns the KV buckets (state, turn registry, delivery marks).
+// Buckets returns the KV buckets (state, turn registry, approvals,
+// delivery marks).
 func (t Topology) Buckets(n subjects.Names) []jetstream.KeyValueConfig {
 	t = t.withDefaults()
 	return []jetstream.KeyValueConfig{
@@ -238,6 +239,14 @@ func (t Topology) Buckets(n subjects.Names) []jetstream.KeyValueConfig {
 			Storage:        t.storage(),
 			Replicas:       t.Replicas,
 			LimitMarkerTTL: t.TurnTTL,
+		},
+		{
+			// An approval's record outlives its deadline: it is the
+			// answer a late redelivery of its turn reads.
+			Bucket:      n.ApprovalsBucket(),
+			Description: "bub approvals of parked tool calls",
+			Storage:     t.storage(),
+			Replicas:    t.Replicas,
 		},
 		{
 			// A mark lives as long as the outbound message it marks.

@@ -90,6 +90,7 @@ func (rt *Runtime) prepare(t *turn, session string, state *bub.State, steer agen
 		State:     state,
 		Tape:      rtape,
 		Bus:       bus,
+		Approvals: rt.approver(),
 		ToolContext: func(tc *tools.Context) {
 			tc.Tape = rtape
 			tc.Spawner = sp

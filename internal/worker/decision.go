@@ -5,6 +5,7 @@ import (
 	"github.com/bubbus/bub/pkg/events"
 	"github.com/bubbus/bub/pkg/hooks"
 	"github.com/bubbus/bub/pkg/llm"
+	"github.com/bubbus/bub/pkg/tools"
 )
 
 // decisionEvent turns a hook decision record into the hook.decision event
@@ -39,6 +40,9 @@ func decisionEvent(rec hooks.DecisionRecord) *events.HookDecision {
 		}
 		if d.Result != nil {
 			ev.Detail["result"] = d.Result
+		}
+		if d.Action == tools.ActionAsk {
+			ev.Detail["timeout_ms"], ev.Detail["default"] = d.TimeoutMS, string(d.Default)
 		}
 	}
 	return ev

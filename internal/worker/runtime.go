@@ -55,6 +55,9 @@ type RuntimeOptions struct {
 	Channels hooks.ChannelsFunc
 	// State is the per-session state bucket (switches, turn watermarks).
 	State jetstream.KeyValue
+	// Approvals parks the tool calls a before_tool_call hook asks a person
+	// about (internal/approvals); nil denies them.
+	Approvals agent.Approver
 	// Models configures the model router.
 	Models llm.Config
 	// Workspace is the tools' workspace.

@@ -163,11 +163,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		w.running.Add(1)
 		wg.Go(func() {
-			defer func() {
-				<-sem
-				w.running.Add(-1)
-			}()
-			w.handle(turnCtx, cfg, msg, stopping)
+			s := &slot{sem: sem, running: &w.running}
+			defer s.done()
+			w.handle(withSlot(turnCtx, s), cfg, msg, stopping)
 		})
 	}
 	done := make(chan struct{})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bubbus/bub/internal/admission"
+	"github.com/bubbus/bub/internal/approvals"
 	"github.com/bubbus/bub/internal/dlq"
 	"github.com/bubbus/bub/internal/natsx"
 	"github.com/bubbus/bub/internal/service"
@@ -68,6 +69,10 @@ func NewRuntime(ctx context.Context, conn *service.Conn, o Options, log *slog.Lo
 	if err != nil {
 		return nil, fmt.Errorf("binding state bucket: %w", err)
 	}
+	approvalStore, err := approvals.Open(ctx, conn.JS, conn.Names)
+	if err != nil {
+		return nil, err
+	}
 	policy, err := admission.ParsePolicy(o.Admission)
 	if err != nil {
 		return nil, err
@@ -87,6 +92,7 @@ func NewRuntime(ctx context.Context, conn *service.Conn, o Options, log *slog.Lo
 			return tape.NewJetStreamStore(ctx, conn.JS, conn.Names, tape.WithoutProvisioning())
 		},
 		State:     state,
+		Approvals: approvalStore,
 		Models:    o.Models,
 		Workspace: o.Workspace,
 		Agent:     o.Agent,

@@ -108,6 +108,9 @@ type Run struct {
 	// RunStarted's metadata, or in CommandFinished for a comma command;
 	// zero for none.
 	Answers events.Answers
+	// Approvals parks the tool calls a before_tool_call hook asks a person
+	// about (nil: such a call is denied, as nobody can be asked).
+	Approvals Approver
 }
 
 // Output is what a run produced.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -105,7 +106,7 @@ func (a *Agent) step(ctx context.Context, r *Run, step int, model string, prompt
 		_, err := events.Emit(ctx, r.Bus, chat)
 		return out, err
 	}
-	results, err := a.runTools(ctx, r, byModelName(offered), resp.ToolCalls)
+	results, err := a.runTools(ctx, r, step, byModelName(offered), resp.ToolCalls)
 	if err != nil {
 		return stepResult{}, err
 	}
@@ -217,16 +218,17 @@ func providerOf(model string) string {
 	return p
 }
 
-// runTools executes the calls of one model response concurrently among
-// the offered tools and returns their model-facing results in call order:
+// runTools executes the calls of one model response (of step) concurrently
+// among the offered tools and returns their model-facing results in call order:
 // the result value, or a failed call's {kind, message, details?}.
-func (a *Agent) runTools(ctx context.Context, r *Run, offered map[string]tools.Tool, calls []llm.ToolCall) ([]any, error) {
+func (a *Agent) runTools(ctx context.Context, r *Run, step int, offered map[string]tools.Tool, calls []llm.ToolCall) ([]any, error) {
 	results := make([]any, len(calls))
 	errs := make([]error, len(calls))
 	var wg sync.WaitGroup
 	for i, tc := range calls {
 		wg.Go(func() {
-			res, err := a.execute(ctx, r, offered, tools.Call{RunID: r.RunID, Tool: tc.Function.Name, CallID: tc.ID}, tc.Function.Arguments)
+			slot := strconv.Itoa(step) + "." + strconv.Itoa(i)
+			res, err := a.execute(ctx, r, slot, offered, tools.Call{RunID: r.RunID, Tool: tc.Function.Name, CallID: tc.ID}, tc.Function.Arguments)
 			results[i], errs[i] = modelResult(res), err
 		})
 	}

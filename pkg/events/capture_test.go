@@ -8,9 +8,11 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/bubbus/bub/internal/approvals"
 	"github.com/bubbus/bub/internal/fakellm"
 	"github.com/bubbus/bub/internal/stacktest"
 	"github.com/bubbus/bub/pkg/envelope"
@@ -34,6 +36,7 @@ var realTypes = []string{
 	events.TypeMessagesPending, events.TypeLLMCallStarted, events.TypeLLMCallFinished,
 	events.TypeToolCallStarted, events.TypeToolCallFinish, events.TypeChatFinished,
 	events.TypeCommandFinished, events.TypeHookDecision, events.TypeTapeEvent,
+	events.TypeApprovalRequested, events.TypeApprovalAnswered,
 }
 
 // The envelope ids of the captured turns (client-chosen, so fixed).
@@ -43,24 +46,60 @@ const (
 )
 
 // goldenPolicy is the local plugin of the captured turns: it denies the
-// model's bash calls, so the turn has a hook.decision.
+// model's bash calls, so the turn has a hook.decision, and asks a person
+// about its tape_info calls, which the test approves (approval.requested,
+// approval.answered).
 type goldenPolicy struct{}
 
 func (goldenPolicy) Name() string { return "policy" }
 
 func (goldenPolicy) BeforeToolCall(_ context.Context, in hooks.BeforeToolCallInput) (*tools.Decision, error) {
-	if in.Call.Tool == "bash" && in.Call.CallID != "" {
+	switch {
+	case in.Call.CallID == "":
+	case in.Call.Tool == "bash":
 		return tools.Deny("Destructive commands need approval."), nil
+	case in.Call.Tool == "tape_info":
+		return tools.Ask("Reading the tape needs your approval.", time.Hour, tools.ActionDeny), nil
 	}
 	return nil, nil
 }
 
+// approveAll approves every approval of c's turns as it is requested,
+// as `bub approve` does, until the test ends.
+func approveAll(t *testing.T, c *stacktest.Cluster) {
+	t.Helper()
+	store, err := approvals.Open(t.Context(), c.Conn.JS, c.Conn.Names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := c.Conn.NC.Subscribe(c.Conn.Names.EventsOfType(events.SubjectName(events.TypeApprovalRequested)), func(m *nats.Msg) {
+		ev, err := events.Decode(m.Header, m.Data)
+		var d events.ApprovalRequestedData
+		if err == nil {
+			err = events.DecodeData(ev, &d)
+		}
+		if err == nil {
+			_, err = store.Answer(context.Background(), d.ID, true, "Go ahead.", "cli")
+		}
+		if err != nil {
+			t.Errorf("approving: %v", err)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	if err := c.Conn.NC.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // startGolden starts the in-process cluster of the golden turns: its fake
-// model calls bash (which goldenPolicy denies), then tape_info, then
-// answers.
+// model calls bash (which goldenPolicy denies), then tape_info (which it
+// asks about, and approveAll approves), then answers.
 func startGolden(t *testing.T, instance string) *stacktest.Cluster {
 	t.Helper()
-	return stacktest.Start(t, stacktest.Options{
+	c := stacktest.Start(t, stacktest.Options{
 		Instance: instance,
 		Script: fakellm.Script{Steps: []fakellm.Step{
 			{ToolCalls: []fakellm.ToolCall{{Name: "bash", Arguments: json.RawMessage(`{"cmd": "rm -rf /"}`)}}},
@@ -69,6 +108,8 @@ func startGolden(t *testing.T, instance string) *stacktest.Cluster {
 		}},
 		Plugins: []hooks.Plugin{goldenPolicy{}},
 	})
+	approveAll(t, c)
+	return c
 }
 
 // goldenTurns runs the golden turns on c, a model turn and a comma

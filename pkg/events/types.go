@@ -27,11 +27,15 @@ const (
 	TypePromptChanged  = "dev.bub.prompt.changed.v1"
 
 	TypeHookDecision = "dev.bub.hook.decision.v1"
-	TypeTapeEvent    = "dev.bub.tape.event.v1"
-	TypeTurnError    = "dev.bub.turn.error.v1"
-	TypeTurnDropped  = "dev.bub.turn.dropped.v1"
-	TypeTapeStale    = "dev.bub.tape.stale.v1"
-	TypeDeadLetter   = "dev.bub.dead_letter.v1"
+
+	TypeApprovalRequested = "dev.bub.approval.requested.v1"
+	TypeApprovalAnswered  = "dev.bub.approval.answered.v1"
+	TypeApprovalTimedOut  = "dev.bub.approval.timed_out.v1"
+	TypeTapeEvent         = "dev.bub.tape.event.v1"
+	TypeTurnError         = "dev.bub.turn.error.v1"
+	TypeTurnDropped       = "dev.bub.turn.dropped.v1"
+	TypeTapeStale         = "dev.bub.tape.stale.v1"
+	TypeDeadLetter        = "dev.bub.dead_letter.v1"
 
 	// TypeTapeEntry is the type of every message of the tapes stream
 	// (bub.tape.<session-token>): a stored tape entry, whose data is the

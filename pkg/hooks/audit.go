@@ -22,6 +22,9 @@ const (
 	VerdictReplace Verdict = "replace"
 	// VerdictDeny: before_tool_call denied the call.
 	VerdictDeny Verdict = "deny"
+	// VerdictAsk: before_tool_call parked the call for a person's
+	// approval.
+	VerdictAsk Verdict = "ask"
 	// VerdictFailed: the implementation failed and was skipped.
 	VerdictFailed Verdict = "failed"
 	// VerdictAbort: the implementation failed with [ErrAbort] (a
@@ -45,8 +48,8 @@ type DecisionRecord struct {
 	Request, Previous *llm.Request
 	// LLMDecision is the decision of a before_llm_call finish.
 	LLMDecision *llm.Decision
-	// ToolDecision is the decision of a before_tool_call modify, replace or
-	// deny.
+	// ToolDecision is the decision of a before_tool_call modify, replace,
+	// deny or ask.
 	ToolDecision *tools.Decision
 	// Err is the failure of a VerdictFailed or VerdictAbort record (for
 	// an abort, the error the caller gets: a *bub.Error naming the hook).

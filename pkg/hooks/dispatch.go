@@ -484,7 +484,9 @@ func (r *Registry[S, C]) AfterLLMCall(ctx context.Context, in AfterLLMCallInput)
 
 // BeforeToolCall dispatches before_tool_call (chained). A proceed decision
 // with arguments replaces the call's arguments with a copy that later
-// implementations see; replace and deny stop the chain and are returned;
+// implementations see; replace, deny and ask stop the chain and are
+// returned (an ask whose timeout or default is invalid is a failure of
+// its implementation);
 // a decision with another action is logged and ignored. The returned call
 // is the call to execute when the returned decision is nil. A failing
 // implementation is logged and skipped, unless its error wraps [ErrAbort].
@@ -506,7 +508,12 @@ func (r *Registry[S, C]) BeforeToolCall(ctx context.Context, in BeforeToolCallIn
 				rec.Verdict = VerdictModify
 				r.record(ctx, rec, start)
 			}
-		case dec.Action == tools.ActionReplace, dec.Action == tools.ActionDeny:
+		case dec.Action == tools.ActionAsk && dec.ValidAsk() != nil:
+			rec.ToolDecision = nil
+			if stop := r.chainFailed(ctx, rec, dec.ValidAsk(), start); stop != nil {
+				return in.Call, nil, stop
+			}
+		case dec.Action == tools.ActionReplace, dec.Action == tools.ActionDeny, dec.Action == tools.ActionAsk:
 			rec.Verdict = Verdict(dec.Action)
 			r.record(ctx, rec, start)
 			return in.Call, dec, nil

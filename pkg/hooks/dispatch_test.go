@@ -547,3 +547,40 @@ func TestRuleBeforeLLMCallToolNames(t *testing.T) {
 		})
 	}
 }
+
+func TestBeforeToolCallAskStopsTheChainAndAnInvalidAskIsSkipped(t *testing.T) {
+	var j journal
+	r := newRegistry(t, nil,
+		&fake{name: "remaining", beforeTool: func(hooks.BeforeToolCallInput) (*tools.Decision, error) {
+			j.add("remaining")
+			return nil, nil
+		}},
+		&fake{name: "ask", beforeTool: func(hooks.BeforeToolCallInput) (*tools.Decision, error) {
+			return tools.Ask("rm needs a person", time.Hour, tools.ActionDeny), nil
+		}},
+	)
+	_, dec, err := r.BeforeToolCall(t.Context(), hooks.BeforeToolCallInput{Call: toolCall()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	equal(t, "decision", dec, &tools.Decision{Action: tools.ActionAsk, Message: "rm needs a person", TimeoutMS: 3600000, Default: tools.ActionDeny})
+	equal(t, "remaining calls", j.get(), []string(nil))
+
+	opts, logs := logBuffer()
+	r = newRegistry(t, opts,
+		&fake{name: "remaining", beforeTool: func(hooks.BeforeToolCallInput) (*tools.Decision, error) {
+			j.add("remaining")
+			return nil, nil
+		}},
+		&fake{name: "bad-ask", beforeTool: func(hooks.BeforeToolCallInput) (*tools.Decision, error) {
+			return tools.Ask("no timeout", 0, tools.ActionDeny), nil
+		}},
+	)
+	if _, dec, err = r.BeforeToolCall(t.Context(), hooks.BeforeToolCallInput{Call: toolCall()}); err != nil || dec != nil {
+		t.Fatalf("invalid ask: decision %v, error %v", dec, err)
+	}
+	equal(t, "remaining calls", j.get(), []string{"remaining"})
+	if want := "adapter=bad-ask"; !strings.Contains(logs.String(), want) || !strings.Contains(logs.String(), "timeout_ms must be positive") {
+		t.Errorf("log lacks the invalid ask:\n%s", logs)
+	}
+}

@@ -166,6 +166,10 @@ func (n Names) ServiceStatus(service, instance string) string {
 	return n.subj("service", Token(service), Token(instance), "status")
 }
 
+// ApprovalAnswer is the subject a person's answer to an approval is sent
+// to as a NATS request (the ingress answers it): bub.approval.answer.
+func (n Names) ApprovalAnswer() string { return n.subj("approval", "answer") }
+
 // DLQ is the dead-letter subject for reason: bub.dlq.<reason>.
 func (n Names) DLQ(reason string) string { return n.subj("dlq", Token(reason)) }
 
@@ -220,6 +224,10 @@ func (n Names) DeliveredBucket() string { return n.under + "_delivered" }
 // DeliveredKey is the delivered-bucket key of outbound envelope id on
 // channel: <channel>.<id>, both as tokens.
 func (n Names) DeliveredKey(channel, id string) string { return Token(channel) + "." + Token(id) }
+
+// ApprovalsBucket holds the approvals of parked tool calls, one key per
+// approval id (internal/approvals).
+func (n Names) ApprovalsBucket() string { return n.under + "_approvals" }
 
 // TapeIndexBucket holds the per-tape index (committed sequence, last
 // anchor) that makes context reads O(entries since the last anchor).

@@ -106,6 +106,16 @@ func Map(payload any, runID string, at time.Time) Batch {
 		return ev("hook.decision", data, map[string]any{"run_id": runID, "context": false})
 	case *events.TapeEventData:
 		return tapeEvent(p, meta, date)
+	case *events.ApprovalRequestedData:
+		data := map[string]any{"id": p.ID, "tool": p.Tool, "call_id": p.CallID, "arguments": p.Arguments, "reason": p.Reason,
+			"timeout_ms": p.TimeoutMS, "deadline": p.Deadline, "default": string(p.Default), "envelope_id": p.EnvelopeID}
+		return ev("approval.requested", data, map[string]any{"run_id": runID, "context": false})
+	case *events.ApprovalAnsweredData:
+		data := map[string]any{"id": p.ID, "tool": p.Tool, "call_id": p.CallID, "decision": p.Decision, "reason": p.Reason, "by": p.By, "at": p.At}
+		return ev("approval.answered", data, map[string]any{"run_id": runID, "context": false})
+	case *events.ApprovalTimedOutData:
+		data := map[string]any{"id": p.ID, "tool": p.Tool, "call_id": p.CallID, "default": string(p.Default), "deadline": p.Deadline}
+		return ev("approval.timed_out", data, map[string]any{"run_id": runID, "context": false})
 	}
 	return Batch{}
 }

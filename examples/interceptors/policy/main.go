@@ -13,10 +13,13 @@
 //	--prefix      BUB_PREFIX         root of the subjects (default bub)
 //	--name        POLICY_NAME        service name (default policy)
 //	--deny-tools  POLICY_DENY_TOOLS  comma list of tools to deny (bash, fs.write, …)
+//	--ask-tools   POLICY_ASK_TOOLS   comma list of tools a person must approve (docs/hooks.md, "Approvals")
+//	--ask-timeout POLICY_ASK_TIMEOUT how long an approval waits (default 1h)
+//	--ask-default POLICY_ASK_DEFAULT what applies when nobody answered in time: deny (default) or proceed
 //	--model       POLICY_MODEL       "provider:model" every LLM call is rewritten to
 //	--model-from  POLICY_MODEL_FROM  rewrite only calls to this model
 //
-// It serves before_tool_call when tools are denied and before_llm_call
+// It serves before_tool_call when tools are denied or asked about, and before_llm_call
 // when a model is set, and drains on SIGTERM or SIGINT.
 package main
 
@@ -37,6 +40,7 @@ import (
 
 	"github.com/bubbus/bub/pkg/hooks/interceptor"
 	"github.com/bubbus/bub/pkg/subjects"
+	"github.com/bubbus/bub/pkg/tools"
 )
 
 // shutdownGrace bounds stopping the service and draining the connection.
@@ -67,13 +71,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	prefix := fs.String("prefix", env("BUB_PREFIX", subjects.DefaultPrefix), "root of the subjects (env BUB_PREFIX)")
 	name := fs.String("name", env("POLICY_NAME", "policy"), "service name (env POLICY_NAME)")
 	deny := fs.String("deny-tools", getenv("POLICY_DENY_TOOLS"), "comma list of tools to deny (env POLICY_DENY_TOOLS)")
+	ask := fs.String("ask-tools", getenv("POLICY_ASK_TOOLS"), "comma list of tools a person must approve (env POLICY_ASK_TOOLS)")
+	askTimeout := fs.String("ask-timeout", env("POLICY_ASK_TIMEOUT", "1h"), "how long an approval waits (env POLICY_ASK_TIMEOUT)")
+	askDefault := fs.String("ask-default", env("POLICY_ASK_DEFAULT", "deny"), "deny or proceed when nobody answered in time (env POLICY_ASK_DEFAULT)")
 	model := fs.String("model", getenv("POLICY_MODEL"), "model every LLM call is rewritten to (env POLICY_MODEL)")
 	from := fs.String("model-from", getenv("POLICY_MODEL_FROM"), "rewrite only calls to this model (env POLICY_MODEL_FROM)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil)).With("service", *name)
-	p, err := newPolicy(*deny, *model, *from, log)
+	timeout, err := time.ParseDuration(*askTimeout)
+	if err != nil {
+		return fmt.Errorf("--ask-timeout: %w", err)
+	}
+	p, err := newPolicy(*deny, *ask, askRules{Timeout: timeout, Default: tools.Action(*askDefault)}, *model, *from, log)
 	if err != nil {
 		return err
 	}
@@ -98,7 +109,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		nc.Close()
 		return err
 	}
-	log.Info("policy.serving", "nats", *url, "hooks", svc.Hooks(), "deny_tools", *deny, "model", *model, "model_from", *from)
+	log.Info("policy.serving", "nats", *url, "hooks", svc.Hooks(), "deny_tools", *deny, "ask_tools", *ask, "model", *model, "model_from", *from)
 
 	<-ctx.Done()
 	log.Info("policy.draining")

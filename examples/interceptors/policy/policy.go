@@ -6,29 +6,46 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/bubbus/bub/pkg/hooks"
 	"github.com/bubbus/bub/pkg/llm"
 	"github.com/bubbus/bub/pkg/tools"
 )
 
-// policy denies tools and rewrites models. It implements both hooks and
+// policy denies tools, asks a person about tools and rewrites models. It implements both hooks and
 // serves only the configured ones (hooks.HookSelector), so a worker never
 // calls it for a rule it does not enforce.
 type policy struct {
 	deny  map[string]bool // model-facing tool names
+	ask   map[string]bool // model-facing tool names that need a person's approval
+	rules askRules
 	model string
 	from  string
 	log   *slog.Logger
 }
 
-func newPolicy(deny, model, from string, log *slog.Logger) (*policy, error) {
-	p := &policy{deny: map[string]bool{}, model: strings.TrimSpace(model), from: strings.TrimSpace(from), log: log}
+// askRules are how the asked-about tools are asked about.
+type askRules struct {
+	Timeout time.Duration
+	Default tools.Action
+}
+
+func newPolicy(deny, ask string, rules askRules, model, from string, log *slog.Logger) (*policy, error) {
+	p := &policy{deny: map[string]bool{}, ask: map[string]bool{}, rules: rules, model: strings.TrimSpace(model), from: strings.TrimSpace(from), log: log}
 	for _, t := range splitList(deny) {
 		p.deny[tools.ModelName(t)] = true
 	}
-	if len(p.deny) == 0 && p.model == "" {
-		return nil, errors.New("nothing to enforce: set --deny-tools (POLICY_DENY_TOOLS) or --model (POLICY_MODEL)")
+	for _, t := range splitList(ask) {
+		p.ask[tools.ModelName(t)] = true
+	}
+	if len(p.deny) == 0 && len(p.ask) == 0 && p.model == "" {
+		return nil, errors.New("nothing to enforce: set --deny-tools (POLICY_DENY_TOOLS), --ask-tools (POLICY_ASK_TOOLS) or --model (POLICY_MODEL)")
+	}
+	if len(p.ask) > 0 {
+		if err := tools.Ask("", rules.Timeout, rules.Default).ValidAsk(); err != nil {
+			return nil, fmt.Errorf("--ask-timeout (POLICY_ASK_TIMEOUT) and --ask-default (POLICY_ASK_DEFAULT): %w", err)
+		}
 	}
 	if p.from != "" && p.model == "" {
 		return nil, errors.New("--model-from (POLICY_MODEL_FROM) needs --model (POLICY_MODEL)")
@@ -49,15 +66,20 @@ func (*policy) Name() string { return "policy" }
 func (p *policy) ServesHook(h hooks.Hook) bool {
 	switch h {
 	case hooks.HookBeforeToolCall:
-		return len(p.deny) > 0
+		return len(p.deny) > 0 || len(p.ask) > 0
 	case hooks.HookBeforeLLMCall:
 		return p.model != ""
 	}
 	return false
 }
 
-// BeforeToolCall denies the listed tools.
+// BeforeToolCall denies the listed tools, and asks a person about the
+// asked-about ones.
 func (p *policy) BeforeToolCall(ctx context.Context, in hooks.BeforeToolCallInput) (*tools.Decision, error) {
+	if p.ask[in.Call.Tool] && !p.deny[in.Call.Tool] {
+		p.log.InfoContext(ctx, "policy.tool_asked", "tool", in.Call.Tool, "run_id", in.Call.RunID)
+		return tools.Ask(fmt.Sprintf("Tool '%s' needs your approval.", in.Call.Tool), p.rules.Timeout, p.rules.Default), nil
+	}
 	if !p.deny[in.Call.Tool] {
 		p.log.DebugContext(ctx, "policy.tool_allowed", "tool", in.Call.Tool, "run_id", in.Call.RunID)
 		return nil, nil

@@ -149,12 +149,20 @@ func (r *Reply) toolDecision() (*tools.Decision, error) {
 	if d == nil {
 		return nil, nil
 	}
+	dec := &tools.Decision{Action: d.Action, Arguments: d.Arguments, Result: d.Result, Message: d.Message, TimeoutMS: d.TimeoutMS, Default: d.Default}
 	switch d.Action {
 	case tools.ActionProceed, tools.ActionReplace, tools.ActionDeny:
+		if d.TimeoutMS != 0 || d.Default != "" {
+			return nil, malformed("decision action %q: timeout_ms and default belong to an ask", d.Action)
+		}
+	case tools.ActionAsk:
+		if err := dec.ValidAsk(); err != nil {
+			return nil, malformed("%v", err)
+		}
 	default:
-		return nil, malformed("decision action %q: want proceed, replace or deny", d.Action)
+		return nil, malformed("decision action %q: want proceed, replace, deny or ask", d.Action)
 	}
-	return &tools.Decision{Action: d.Action, Arguments: d.Arguments, Result: d.Result, Message: d.Message}, nil
+	return dec, nil
 }
 
 // llmDecision is before_llm_call's answer: a new request, a finish

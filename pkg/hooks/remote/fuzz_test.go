@@ -58,6 +58,9 @@ func FuzzDecodeReply(f *testing.F) {
 	seeds := []string{
 		`{}`, `{"decision": null}`, `{"decision": {"action": "deny", "message": "no"}}`,
 		`{"decision": {"action": "proceed", "arguments": {"path": "a"}}}`, `{"decision": {"action": "replace", "result": [1]}}`,
+		`{"decision": {"action": "ask", "message": "rm?", "timeout_ms": 60000, "default": "deny"}}`,
+		`{"decision": {"action": "ask", "timeout_ms": 0, "default": "proceed"}}`, `{"decision": {"action": "ask", "timeout_ms": 5, "default": "replace"}}`,
+		`{"decision": {"action": "deny", "timeout_ms": 5}}`, `{"decision": {"action": "ask", "timeout_ms": 1e30, "default": "deny"}}`,
 		`{"request": {"run_id": "r", "model": "m", "messages": [{"role": "user", "content": [{"type": "text", "text": "x"}]}]}}`,
 		`{"finish": {"text": "t"}}`, `{"result": null}`, `{"result": {"a": [1, 2]}}`,
 		`{"answer": "x", "ok": true}`, `{"ok": false}`, `{"answer": [{"id": "o", "content": "c"}]}`,
@@ -99,8 +102,16 @@ func FuzzDecodeReply(f *testing.F) {
 func valid(t *testing.T, h hooks.Hook, v any) {
 	switch v := v.(type) {
 	case *tools.Decision:
-		if v != nil && v.Action != tools.ActionProceed && v.Action != tools.ActionReplace && v.Action != tools.ActionDeny {
+		switch {
+		case v == nil:
+		case v.Action == tools.ActionAsk:
+			if err := v.ValidAsk(); err != nil {
+				t.Fatalf("%s: %v", h, err)
+			}
+		case v.Action != tools.ActionProceed && v.Action != tools.ActionReplace && v.Action != tools.ActionDeny:
 			t.Fatalf("%s: decision with action %q", h, v.Action)
+		case v.TimeoutMS != 0 || v.Default != "":
+			t.Fatalf("%s: %s decision with ask fields", h, v.Action)
 		}
 	case answer[hooks.AdmitDecision]:
 		switch v.value.Action {

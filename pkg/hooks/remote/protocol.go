@@ -161,6 +161,9 @@ type ToolDecision struct {
 	Arguments map[string]any `json:"arguments,omitzero"`
 	Result    any            `json:"result,omitzero"`
 	Message   string         `json:"message,omitzero"`
+	// TimeoutMS and Default belong to an ask (the reason is Message).
+	TimeoutMS int64        `json:"timeout_ms,omitzero"`
+	Default   tools.Action `json:"default,omitzero"`
 }
 
 // WireDecision returns d on the wire, nil for nil.
@@ -168,7 +171,7 @@ func WireDecision(d *tools.Decision) *ToolDecision {
 	if d == nil {
 		return nil
 	}
-	return &ToolDecision{Action: d.Action, Arguments: d.Arguments, Result: d.Result, Message: d.Message}
+	return &ToolDecision{Action: d.Action, Arguments: d.Arguments, Result: d.Result, Message: d.Message, TimeoutMS: d.TimeoutMS, Default: d.Default}
 }
 
 // ErrorBody is an error on the wire, the shape of [bub.Error.AsMap]. An
