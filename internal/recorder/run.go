@@ -160,6 +160,9 @@ func (l *lane) handle(ctx context.Context, msg jetstream.Msg) {
 	switch p := payload.(type) {
 	case *events.RunStartedData:
 		rn.answering(p.Metadata.Answers)
+		if p.Metadata.Resumes != "" {
+			l.resumed(ctx, rn, p.Metadata.Resumes)
+		}
 		if l.supersede(ctx, rn, md.NumDelivered > 1) {
 			delete(l.runs, runID) // rn itself is stale: recorded as interrupted
 			return
@@ -284,6 +287,21 @@ func (l *lane) supersede(ctx context.Context, rn *run, late bool) (stale bool) {
 		}
 	}
 	return false
+}
+
+// resumed drops run id, which rn resumes: rn opens with a copy of id's
+// events (docs/durable.md), so id is recorded through rn and not on its
+// own — not as interrupted either. Its held events are acknowledged and
+// later ones are taken as duplicates.
+func (l *lane) resumed(ctx context.Context, rn *run, id string) {
+	if other := l.runs[id]; other != nil {
+		for _, it := range other.items {
+			l.duplicate(ctx, other.session, it.stream, it.msg)
+		}
+		delete(l.runs, id)
+	}
+	l.done.put(id, true)
+	l.r.log.Info("recorder.run_resumed", "run", rn.id, "resumes", id, "session", rn.session)
 }
 
 // newer reports whether run a answers a later delivery than run b (run
