@@ -29,75 +29,83 @@ type interrupted struct {
 // interruptedRun returns the run an earlier delivery of the turn a
 // answers started and never finished, nil when there is none to resume
 // (the first delivery, no run.started recorded, the run finished, or its
-// events have a gap). The session's turns run one at a time, so the run
-// is the session's newest run.started.
+// events have a gap). It reads the session's events stored since the
+// turn's inbound message was: the run and everything it published come
+// after it (other turns of the session may have run in between).
 func (rt *Runtime) interruptedRun(ctx context.Context, session string, a events.Answers) (*interrupted, error) {
-	if a.Delivery < 2 || a.EnvelopeID == "" || rt.o.JS == nil {
+	if a.Delivery < 2 || a.EnvelopeID == "" || a.InboundSeq == 0 || rt.o.JS == nil {
 		return nil, nil
+	}
+	inbound, err := rt.o.JS.Stream(ctx, rt.o.Names.InboundStream())
+	if err != nil {
+		return nil, err
+	}
+	msg, err := inbound.GetMsg(ctx, a.InboundSeq)
+	if err != nil {
+		return nil, err
 	}
 	st, err := rt.o.JS.Stream(ctx, rt.o.Names.EventsStream())
 	if err != nil {
 		return nil, err
 	}
-	last, err := st.GetLastMsgForSubject(ctx, rt.o.Names.Event(session, events.SubjectName(events.TypeRunStarted)))
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil, nil
-	}
+	since := msg.Time
+	cons, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{rt.o.Names.EventsOf(session)},
+		DeliverPolicy:  jetstream.DeliverByStartTimePolicy,
+		OptStartTime:   &since,
+	})
 	if err != nil {
 		return nil, err
 	}
-	start, err := events.Decode(last.Header, last.Data)
+	info, err := cons.Info(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var started events.RunStartedData
-	if err := events.DecodeData(start, &started); err != nil {
-		return nil, err
-	}
-	if started.Metadata.EnvelopeID != a.EnvelopeID || started.Metadata.Delivery >= a.Delivery {
-		return nil, nil
-	}
-	runID := events.RunID(start)
 	var (
-		raw  []ce.Event
-		recs []recording.Event
+		runID   string
+		started events.RunStartedData
+		byRun   = map[string][]ce.Event{}
 	)
-	for next := last.Sequence; ; {
-		m, err := st.GetMsg(ctx, next, jetstream.WithGetMsgSubject(rt.o.Names.EventsOf(session)))
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			break
-		}
+	for left := int(info.NumPending); left > 0; {
+		batch, err := cons.FetchNoWait(min(left, 256))
 		if err != nil {
 			return nil, err
 		}
-		next = m.Sequence + 1
-		e, err := events.Decode(m.Header, m.Data)
-		if err != nil || events.RunID(e) != runID {
-			continue // not the run's (an undecodable event is the recorder's to dead-letter)
+		got := 0
+		for m := range batch.Messages() {
+			got++
+			e, err := events.Decode(m.Headers(), m.Data())
+			if err != nil || events.RunID(e) == "" {
+				continue // not a run's (an undecodable event is the recorder's to dead-letter)
+			}
+			byRun[events.RunID(e)] = append(byRun[events.RunID(e)], e)
+			if e.Type() != events.TypeRunStarted {
+				continue
+			}
+			var d events.RunStartedData
+			if events.DecodeData(e, &d) == nil && d.Metadata.EnvelopeID == a.EnvelopeID && d.Metadata.Delivery < a.Delivery && d.Metadata.Delivery >= started.Metadata.Delivery {
+				runID, started = events.RunID(e), d
+			}
 		}
+		if err := batch.Error(); err != nil {
+			return nil, err
+		}
+		if got == 0 {
+			break
+		}
+		left -= got
+	}
+	if runID == "" {
+		return nil, nil
+	}
+	raw := byRun[runID]
+	recs := make([]recording.Event, 0, len(raw))
+	for _, e := range raw {
 		payload, err := events.DecodePayload(e)
 		if err != nil && !errors.Is(err, events.ErrUnknownType) {
 			return nil, fmt.Errorf("recorded event %s of run %s: %w", e.ID(), runID, err)
 		}
-		raw = append(raw, e)
 		recs = append(recs, recording.Event{Seq: events.Seq(e), Type: e.Type(), Payload: payload})
-	}
-	// The run's events before its run.started (the bootstrap anchor) were
-	// stored just before it: read them back too, looking back a bounded
-	// number of messages.
-	for seq, looked := last.Sequence, 0; len(recs) > 0 && recs[0].Seq > 1 && seq > 1 && looked < maxLookBack; looked++ {
-		seq--
-		m, err := st.GetMsg(ctx, seq)
-		if err != nil {
-			continue // deleted or purged
-		}
-		e, err := events.Decode(m.Header, m.Data)
-		if err != nil || events.RunID(e) != runID {
-			continue
-		}
-		payload, _ := events.DecodePayload(e)
-		raw = append([]ce.Event{e}, raw...)
-		recs = append([]recording.Event{{Seq: events.Seq(e), Type: e.Type(), Payload: payload}}, recs...)
 	}
 	run, err := recording.New(runID, recs)
 	if err != nil {
@@ -110,10 +118,6 @@ func (rt *Runtime) interruptedRun(ctx context.Context, session string, a events.
 	slices.SortStableFunc(raw, func(x, y ce.Event) int { return int(events.Seq(x) - events.Seq(y)) })
 	return &interrupted{run: run, raw: raw}, nil
 }
-
-// maxLookBack bounds the messages read back before an interrupted run's
-// run.started for its earlier events.
-const maxLookBack = 64
 
 // resume opens the new run rtape with the interrupted run's events: it
 // republishes them under the new run id (run.started now names the run it

@@ -104,17 +104,29 @@ func (r *resumeRig) runtime(t *testing.T, plugin hooks.Plugin) (*Runtime, *nats.
 // second runtime's plugin and the replies it published.
 func (r *resumeRig) crashThenResume(t *testing.T, env *envelope.Envelope, between func()) *crashAfterTool {
 	t.Helper()
+	_, js := r.srv.JetStream(t)
+	ev, err := events.New(events.TypeEnvelopeInbound, events.Attrs{ID: env.ID, Source: "/bub/test/t", SessionID: env.SessionID}, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := events.ToMsg(r.names.Inbound(env.Channel), ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack, err := js.PublishMsg(t.Context(), msg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	first := &crashAfterTool{block: true, reached: make(chan struct{})}
 	rtA, ncA := r.runtime(t, first)
 	ctxA, crash := context.WithCancel(t.Context())
 	doneA := make(chan error, 1)
-	go func() { doneA <- rtA.Process(ctxA, Inbound{Envelope: env, Delivery: 1, StreamSeq: 1}) }()
+	go func() { doneA <- rtA.Process(ctxA, Inbound{Envelope: env, Delivery: 1, StreamSeq: ack.Sequence}) }()
 	select {
 	case <-first.reached:
 	case <-time.After(resumeWait):
 		t.Fatal("the first worker never ran the tool")
 	}
-	_, js := r.srv.JetStream(t)
 	natstest.Eventually(t, resumeWait, func() (bool, string) {
 		st, err := js.Stream(t.Context(), r.names.EventsStream())
 		if err != nil {
@@ -131,7 +143,7 @@ func (r *resumeRig) crashThenResume(t *testing.T, env *envelope.Envelope, betwee
 	}
 	second := &crashAfterTool{}
 	rtB, _ := r.runtime(t, second)
-	if err := rtB.Process(t.Context(), Inbound{Envelope: env, Delivery: 2, StreamSeq: 1}); err != nil {
+	if err := rtB.Process(t.Context(), Inbound{Envelope: env, Delivery: 2, StreamSeq: ack.Sequence}); err != nil {
 		t.Fatalf("the redelivered turn: %v", err)
 	}
 	return second
