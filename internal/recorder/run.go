@@ -73,6 +73,8 @@ type run struct {
 	interrupted bool
 	// delivery is the inbound delivery the run answered (from run.started).
 	delivery uint64
+	// resumes is the run this one resumes (from run.started), "" for none.
+	resumes string
 	// answers is set when the run finished well (status ok, or a command
 	// that was not cancelled): it answered its envelope, and a later run of
 	// the same envelope is a redundant rerun.
@@ -160,8 +162,8 @@ func (l *lane) handle(ctx context.Context, msg jetstream.Msg) {
 	switch p := payload.(type) {
 	case *events.RunStartedData:
 		rn.answering(p.Metadata.Answers)
-		if p.Metadata.Resumes != "" {
-			l.resumed(ctx, rn, p.Metadata.Resumes)
+		if rn.resumes = p.Metadata.Resumes; rn.resumes != "" {
+			l.resumed(ctx, rn, rn.resumes)
 		}
 		if l.supersede(ctx, rn, md.NumDelivered > 1) {
 			delete(l.runs, runID) // rn itself is stale: recorded as interrupted
@@ -276,12 +278,15 @@ func (l *lane) supersede(ctx context.Context, rn *run, late bool) (stale bool) {
 		l.interrupt(ctx, other, "redelivered", rn.id)
 		delete(l.runs, id)
 	}
-	if first, ok := l.answered.get(rn.envelope); ok && first != rn.id {
+	// A run that resumes the committed run of its envelope replays it (its
+	// worker died before acknowledging the turn): commitWith skips it as a
+	// rerun, without recording it as interrupted.
+	if first, ok := l.answered.get(rn.envelope); ok && first != rn.id && first != rn.resumes {
 		l.interrupt(ctx, rn, "superseded", first)
 		return true
 	}
 	if late || rn.delivery > 1 {
-		if first, _, done := l.envelopeCommitted(ctx, rn); done {
+		if first, _, done := l.envelopeCommitted(ctx, rn); done && first != rn.resumes {
 			l.interrupt(ctx, rn, "superseded", first)
 			return true
 		}

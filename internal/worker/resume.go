@@ -27,9 +27,11 @@ type interrupted struct {
 }
 
 // interruptedRun returns the run an earlier delivery of the turn a
-// answers started and never finished, nil when there is none to resume
-// (the first delivery, no run.started recorded, the run finished, or its
-// events have a gap). It reads the session's events stored since the
+// answers started and did not finish, or finished well but could not
+// acknowledge (its worker died between the reply and the ack: resuming it
+// replays it without a model call), nil when there is none to resume (the
+// first delivery, no run.started recorded, the run failed, or its events
+// have a gap). It reads the session's events stored since the
 // turn's inbound message was: the run and everything it published come
 // after it (other turns of the session may have run in between).
 func (rt *Runtime) interruptedRun(ctx context.Context, session string, a events.Answers) (*interrupted, error) {
@@ -112,8 +114,8 @@ func (rt *Runtime) interruptedRun(ctx context.Context, session string, a events.
 		rt.log.Warn("worker.resume_impossible", "run", runID, "session", session, "err", err)
 		return nil, nil
 	}
-	if run.Finished != nil || run.Started == nil {
-		return nil, nil
+	if run.Started == nil || run.Finished != nil && run.Finished.Status != events.RunOK {
+		return nil, nil // a failed run is retried from the start
 	}
 	slices.SortStableFunc(raw, func(x, y ce.Event) int { return int(events.Seq(x) - events.Seq(y)) })
 	return &interrupted{run: run, raw: raw}, nil

@@ -178,8 +178,11 @@ func (r *Run) finish(ctx context.Context, start time.Time, out *Output, err *err
 		status = events.RunError
 	}
 	fin := &events.RunFinished{Meta: r.meta(), Status: status, Steps: out.Steps, DurationMS: time.Since(start).Milliseconds(), Err: *err}
-	if _, ferr := events.Emit(context.WithoutCancel(ctx), r.Bus, fin); ferr != nil && *err == nil {
-		*err = ferr
+	// A run replayed to its end from Resume: the recording holds its end.
+	if rec := r.Resume; rec == nil || rec.Finished == nil {
+		if _, ferr := events.Emit(context.WithoutCancel(ctx), r.Bus, fin); ferr != nil && *err == nil {
+			*err = ferr
+		}
 	}
 	if *err != nil {
 		out.OK = false
