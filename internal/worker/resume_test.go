@@ -105,23 +105,12 @@ func (r *resumeRig) runtime(t *testing.T, plugin hooks.Plugin) (*Runtime, *nats.
 func (r *resumeRig) crashThenResume(t *testing.T, env *envelope.Envelope, between func()) *crashAfterTool {
 	t.Helper()
 	_, js := r.srv.JetStream(t)
-	ev, err := events.New(events.TypeEnvelopeInbound, events.Attrs{ID: env.ID, Source: "/bub/test/t", SessionID: env.SessionID}, env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	msg, err := events.ToMsg(r.names.Inbound(env.Channel), ev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ack, err := js.PublishMsg(t.Context(), msg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	seq := r.publishInbound(t, env)
 	first := &crashAfterTool{block: true, reached: make(chan struct{})}
 	rtA, ncA := r.runtime(t, first)
 	ctxA, crash := context.WithCancel(t.Context())
 	doneA := make(chan error, 1)
-	go func() { doneA <- rtA.Process(ctxA, Inbound{Envelope: env, Delivery: 1, StreamSeq: ack.Sequence}) }()
+	go func() { doneA <- rtA.Process(ctxA, Inbound{Envelope: env, Delivery: 1, StreamSeq: seq}) }()
 	select {
 	case <-first.reached:
 	case <-time.After(resumeWait):
@@ -143,51 +132,42 @@ func (r *resumeRig) crashThenResume(t *testing.T, env *envelope.Envelope, betwee
 	}
 	second := &crashAfterTool{}
 	rtB, _ := r.runtime(t, second)
-	if err := rtB.Process(t.Context(), Inbound{Envelope: env, Delivery: 2, StreamSeq: ack.Sequence}); err != nil {
+	if err := rtB.Process(t.Context(), Inbound{Envelope: env, Delivery: 2, StreamSeq: seq}); err != nil {
 		t.Fatalf("the redelivered turn: %v", err)
 	}
 	return second
 }
 
-// replies returns the texts of the outbound envelopes of session.
-func (r *resumeRig) replies(t *testing.T, session string) []string {
+// publishInbound stores env in the inbound stream, as ingress does, and
+// returns its stream sequence.
+func (r *resumeRig) publishInbound(t *testing.T, env *envelope.Envelope) uint64 {
 	t.Helper()
 	_, js := r.srv.JetStream(t)
-	st, err := js.Stream(t.Context(), r.names.OutboundStream())
+	ev, err := events.New(events.TypeEnvelopeInbound, events.Attrs{ID: env.ID, Source: "/bub/test/t", SessionID: env.SessionID}, env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
-	for next := uint64(1); ; {
-		m, err := st.GetMsg(t.Context(), next)
-		if err != nil {
-			return out
-		}
-		next = m.Sequence + 1
-		ev, err := events.Decode(m.Header, m.Data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var env envelope.Envelope
-		if err := events.DecodeData(ev, &env); err != nil {
-			t.Fatal(err)
-		}
-		if env.SessionID == session {
-			out = append(out, env.Content)
-		}
+	msg, err := events.ToMsg(r.names.Inbound(env.Channel), ev)
+	if err != nil {
+		t.Fatal(err)
 	}
+	ack, err := js.PublishMsg(t.Context(), msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ack.Sequence
 }
 
-// runStarted returns the run.started payloads of session, oldest first.
-func (r *resumeRig) runStarted(t *testing.T, session string) []events.RunStartedData {
+// stored decodes into a new T the data of every message of stream on
+// subject, oldest first.
+func stored[T any](t *testing.T, r *resumeRig, stream, subject string) []T {
 	t.Helper()
 	_, js := r.srv.JetStream(t)
-	st, err := js.Stream(t.Context(), r.names.EventsStream())
+	st, err := js.Stream(t.Context(), stream)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []events.RunStartedData
-	subject := r.names.Event(session, events.SubjectName(events.TypeRunStarted))
+	var out []T
 	for next := uint64(1); ; {
 		m, err := st.GetMsg(t.Context(), next, jetstream.WithGetMsgSubject(subject))
 		if err != nil {
@@ -198,12 +178,30 @@ func (r *resumeRig) runStarted(t *testing.T, session string) []events.RunStarted
 		if err != nil {
 			t.Fatal(err)
 		}
-		var d events.RunStartedData
-		if err := events.DecodeData(ev, &d); err != nil {
+		var v T
+		if err := events.DecodeData(ev, &v); err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, d)
+		out = append(out, v)
 	}
+}
+
+// replies returns the texts of the outbound envelopes of session.
+func (r *resumeRig) replies(t *testing.T, session string) []string {
+	t.Helper()
+	var out []string
+	for _, env := range stored[envelope.Envelope](t, r, r.names.OutboundStream(), r.names.OutboundAll()) {
+		if env.SessionID == session {
+			out = append(out, env.Content)
+		}
+	}
+	return out
+}
+
+// runStarted returns the run.started payloads of session, oldest first.
+func (r *resumeRig) runStarted(t *testing.T, session string) []events.RunStartedData {
+	t.Helper()
+	return stored[events.RunStartedData](t, r, r.names.EventsStream(), r.names.Event(session, events.SubjectName(events.TypeRunStarted)))
 }
 
 // lastToolResult is the tool message of the model's last request.
@@ -309,5 +307,30 @@ func TestResumeDoesNotRerunAnInterruptedIrreversibleTool(t *testing.T) {
 	}
 	if got := lastToolResult(t, r.fake); !strings.Contains(got, agent.InterruptedToolMessage) {
 		t.Errorf("tool result %q, want %q", got, agent.InterruptedToolMessage)
+	}
+}
+
+// A run that finished but whose worker died before acknowledging the turn
+// is replayed from its records: no model call, the same one reply.
+func TestResumeReplaysAFinishedUnacknowledgedRun(t *testing.T) {
+	r := newResumeRig(t, fakellm.Step{Match: "please", Text: "done"})
+	env := resumeEnvelope("resume:finished")
+	seq := r.publishInbound(t, env)
+	rtA, _ := r.runtime(t, &crashAfterTool{})
+	if err := rtA.Process(t.Context(), Inbound{Envelope: env, Delivery: 1, StreamSeq: seq}); err != nil {
+		t.Fatal(err)
+	}
+	rtB, _ := r.runtime(t, &crashAfterTool{})
+	if err := rtB.Process(t.Context(), Inbound{Envelope: env, Delivery: 2, StreamSeq: seq}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(r.fake.Requests()); n != 1 {
+		t.Errorf("%d model calls, want 1: the replay called the model", n)
+	}
+	if got := r.replies(t, env.SessionID); len(got) != 1 || got[0] != "done" {
+		t.Errorf("replies %q, want one %q", got, "done")
+	}
+	if runs := r.runStarted(t, env.SessionID); len(runs) != 2 || runs[1].Metadata.Resumes == "" {
+		t.Errorf("run.started events %+v, want the replay to resume the first run", runs)
 	}
 }
