@@ -77,6 +77,10 @@ type cluster struct {
 	workers  []*proctest.Proc
 	recorder *proctest.Proc
 	nworkers int
+	// inFlightAtKills sums the model calls in flight (on every worker)
+	// when a worker was killed: the most provider calls a kill can make
+	// the cluster repeat.
+	inFlightAtKills atomic.Int64
 
 	nc *nats.Conn
 	js jetstream.JetStream
@@ -199,6 +203,7 @@ func (c *cluster) killWorker(i int) {
 	c.mu.Lock()
 	w := c.workers[i]
 	c.mu.Unlock()
+	c.inFlightAtKills.Add(int64(c.fake.InFlight()))
 	w.Kill()
 	c.mu.Lock()
 	c.nworkers++
@@ -270,15 +275,34 @@ type result struct {
 	tapeExpected, tapeFound, tapeDuplicates int
 	interrupted, deadLetters, held          int
 	actions                                 int
-	recover, elapsed                        time.Duration
+	// providerCalls counts the model calls the fake model answered;
+	// inFlightAtKills the calls in flight when workers were killed.
+	providerCalls, inFlightAtKills int
+	recover, elapsed               time.Duration
 	// completeAt is when every reply and tape entry was there.
 	completeAt time.Time
 }
 
 func (r result) String() string {
-	return fmt.Sprintf("turns_sent=%d replies=%d duplicates=%d lost=%d error_replies=%d tape_expected=%d tape_found=%d tape_duplicates=%d interrupted_runs=%d held_events=%d dead_letters=%d chaos_actions=%d recover=%s elapsed=%s",
+	return fmt.Sprintf("turns_sent=%d replies=%d duplicates=%d lost=%d error_replies=%d tape_expected=%d tape_found=%d tape_duplicates=%d interrupted_runs=%d held_events=%d dead_letters=%d chaos_actions=%d provider_calls=%d provider_calls_per_turn=%.3f in_flight_at_kills=%d provider_goal_per_turn=%.3f recover=%s elapsed=%s",
 		r.sent, r.replied, r.duplicates, r.lost, r.errors, r.tapeExpected, r.tapeFound, r.tapeDuplicates, r.interrupted, r.held, r.deadLetters, r.actions,
+		r.providerCalls, r.perTurn(r.providerCalls), r.inFlightAtKills, 1+r.perTurn(r.inFlightAtKills),
 		r.recover.Round(10*time.Millisecond), r.elapsed.Round(10*time.Millisecond))
+}
+
+// perTurn is n divided by the turns sent.
+func (r result) perTurn(n int) float64 {
+	if r.sent == 0 {
+		return 0
+	}
+	return float64(n) / float64(r.sent)
+}
+
+// providerGoalMet reports whether the cluster called the model at most
+// once per turn plus once per call in flight at a worker kill (a call
+// interrupted mid-stream is made again; a completed one never is).
+func (r result) providerGoalMet() bool {
+	return r.providerCalls <= r.sent+r.inFlightAtKills
 }
 
 // replies counts the outbound envelopes per inbound id and the error ones.
@@ -471,6 +495,7 @@ func scenario(t *testing.T, c *cluster, l load, chaos func(ctx context.Context, 
 	r.actions = actions
 	r.elapsed = time.Since(p.start)
 	r.deadLetters = c.deadLetters()
+	r.providerCalls, r.inFlightAtKills = len(c.fake.Requests()), int(c.inFlightAtKills.Load())
 	r.recover = time.Since(last)
 	if !r.completeAt.IsZero() {
 		r.recover = r.completeAt.Sub(last)
@@ -480,6 +505,15 @@ func scenario(t *testing.T, c *cluster, l load, chaos func(ctx context.Context, 
 	t.Log(line)
 	if r.lost != 0 || r.duplicates != 0 || r.tapeDuplicates != 0 || r.tapeFound != r.tapeExpected {
 		t.Errorf("%s: lost %d, duplicate replies %d, duplicate tape entries %d, tape %d/%d", c.name, r.lost, r.duplicates, r.tapeDuplicates, r.tapeFound, r.tapeExpected)
+	}
+	if c.name == "workers" {
+		// Killed workers' turns resume from their recorded steps.
+		if !r.providerGoalMet() {
+			t.Errorf("%s: %d provider calls for %d turns with %d calls in flight at kills: completed calls were made again", c.name, r.providerCalls, r.sent, r.inFlightAtKills)
+		}
+		if r.interrupted != 0 {
+			t.Errorf("%s: %d interrupted runs on the tapes: a redelivered turn ran again instead of resuming", c.name, r.interrupted)
+		}
 	}
 }
 

@@ -126,11 +126,12 @@ func userMessage(text string) func(map[string]any) bool {
 	}
 }
 
-// TestWorkerKilledMidTurnIsRedelivered kills (SIGKILL) the worker running
-// a turn; after the ack wait the inbound message goes to another worker,
-// the sender gets exactly one reply, and the tape holds the turn once plus
-// the interrupted run.
-func TestWorkerKilledMidTurnIsRedelivered(t *testing.T) {
+// TestWorkerKilledMidTurnResumesTheRun kills (SIGKILL) the worker while
+// its model call streams; after the ack wait the inbound message goes to
+// another worker, which resumes the run (docs/durable.md): only the call
+// in flight is made again, the sender gets exactly one reply, and the tape
+// holds the turn as one run — no interrupted run.
+func TestWorkerKilledMidTurnResumesTheRun(t *testing.T) {
 	s := startCrashStack(t)
 	wA := s.worker(t, "wA")
 	got := s.asyncPost(t, "crash:kill", "slow question")
@@ -145,15 +146,68 @@ func TestWorkerKilledMidTurnIsRedelivered(t *testing.T) {
 		t.Fatalf("reply after the crash: %+v", r)
 	}
 	t.Logf("reply %v after the kill", time.Since(start).Round(time.Millisecond))
+	s.checkOneRun(t, "crash:kill", "slow question", r.ID)
+	if n := s.fakeAsked("slow question"); n != 2 {
+		t.Fatalf("model asked %d times, want 2 (the call in flight at the kill, made again)", n)
+	}
+}
+
+// TestWorkerKilledDuringAToolCallResumesAfterIt kills the worker while
+// the bash tool the model asked for runs. The next worker resumes the
+// run: the model call that asked for the tool is answered from its record
+// (the provider is not called again), bash — irreversible — is not run
+// again and the model is told so, and the sender gets one reply from a
+// run recorded once.
+func TestWorkerKilledDuringAToolCallResumesAfterIt(t *testing.T) {
+	s := startCrashStack(t)
+	s.fake.Enqueue(
+		fakellm.Step{Match: "sleepy", ToolCalls: []fakellm.ToolCall{{Name: "bash", Arguments: json.RawMessage(`{"cmd":"sleep 60"}`)}}},
+		fakellm.Step{Match: "Continue the task", Text: "after the tool."},
+	)
+	wA := s.worker(t, "wA")
+	got := s.asyncPost(t, "crash:tool", "sleepy question")
+	names := subjects.Default()
 	eventually(t, 30*time.Second, func() (bool, string) {
-		e := s.tapeEntries(t, "crash:kill")
-		return countEntries(e, eventNamed("run.interrupted")) == 1, fmt.Sprintf("no interrupted run on the tape: %v", e)
+		st, err := s.js.Stream(context.Background(), names.EventsStream())
+		if err != nil {
+			return false, err.Error()
+		}
+		_, err = st.GetLastMsgForSubject(context.Background(), names.Event("crash:tool", events.SubjectName(events.TypeToolCallStarted)))
+		return err == nil, "bash has not started"
 	})
-	entries := s.tapeEntries(t, "crash:kill")
-	if n := countEntries(entries, userMessage("slow question")); n != 1 {
+	wA.kill()
+	s.worker(t, "wB")
+	r := <-got
+	if len(r.Outbounds) != 1 || !strings.Contains(r.Outbounds[0].Content, "after the tool.") {
+		t.Fatalf("reply after the crash: %+v", r)
+	}
+	if n := len(s.fake.Requests()); n != 2 {
+		t.Fatalf("model asked %d times, want 2: the call answered before the kill was made again", n)
+	}
+	last := s.fake.Requests()[1]
+	if tool := last.Messages[len(last.Messages)-2]; tool.Role != "tool" || !strings.Contains(tool.Content.PlainText(), "not retried") {
+		t.Fatalf("the model was sent %+v for the interrupted bash, want the not-retried error", tool)
+	}
+	s.checkOneRun(t, "crash:tool", "sleepy question", r.ID)
+}
+
+// checkOneRun waits until the session's tape holds its turn as one
+// finished run and checks that nothing was recorded twice: one user
+// message, no interrupted run, one reply in the outbound stream.
+func (s *crashStack) checkOneRun(t *testing.T, session, question, replyID string) {
+	t.Helper()
+	eventually(t, 30*time.Second, func() (bool, string) {
+		e := s.tapeEntries(t, session)
+		return countEntries(e, eventNamed("loop.finish")) == 1, fmt.Sprintf("the run is not on the tape: %v", e)
+	})
+	entries := s.tapeEntries(t, session)
+	if n := countEntries(entries, userMessage(question)); n != 1 {
 		t.Fatalf("the turn is %d times on the tape, want once:\n%v", n, entries)
 	}
-	if n := s.repliesTo(t, r.ID); n != 1 {
+	if n, m := countEntries(entries, eventNamed("run.interrupted")), countEntries(entries, eventNamed("loop.start")); n != 0 || m != 1 {
+		t.Fatalf("%d interrupted runs and %d runs on the tape, want one run, resumed:\n%v", n, m, entries)
+	}
+	if n := s.repliesTo(t, replyID); n != 1 {
 		t.Fatalf("%d replies in the outbound stream, want 1", n)
 	}
 }

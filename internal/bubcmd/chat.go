@@ -50,11 +50,12 @@ with a worker and a recorder in this process.`,
 			return withStack(cmd.Context(), &common, getenv, wo, func(ctx context.Context, c *client) error {
 				return withGateway(c, getenv, func(gw *ingress.Gateway) error {
 					var streamed atomic.Bool
+					var shown streamedText
 					sub, err := c.conn.NC.Subscribe(c.conn.Names.TokenStreamOf(session), func(m *nats.Msg) {
-						var d struct{ Kind, Text string }
+						var d streamDelta
 						if json.Unmarshal(m.Data, &d) == nil && d.Kind == "text" {
 							streamed.Store(true)
-							fmt.Fprint(out, d.Text)
+							fmt.Fprint(out, shown.unseen(d))
 						}
 					})
 					if err != nil {
@@ -233,4 +234,32 @@ func (a *chatApprovals) answer(ctx context.Context, line string) {
 		return
 	}
 	fmt.Fprintf(a.out, "approval %s: %s\n", rec.ID, rec.Status)
+}
+
+// streamDelta is a token delta as the worker publishes it.
+type streamDelta struct {
+	Kind, Text, Turn string
+	Step, Offset     int
+}
+
+// streamedText remembers how much text of each turn's step was shown, so
+// that a step a resumed run streams again (docs/durable.md, "Streaming")
+// is not shown twice. Deltas arrive on one subscription goroutine.
+type streamedText struct {
+	shown map[[2]any]int // by turn and step: bytes shown
+}
+
+// unseen returns the part of d's text not shown yet and records it shown.
+func (s *streamedText) unseen(d streamDelta) string {
+	if s.shown == nil {
+		s.shown = map[[2]any]int{}
+	}
+	key := [2]any{d.Turn, d.Step}
+	have := s.shown[key]
+	end := d.Offset + len(d.Text)
+	if end <= have {
+		return ""
+	}
+	s.shown[key] = end
+	return d.Text[max(0, have-d.Offset):]
 }

@@ -12,6 +12,7 @@
 // `bub fake-llm --addr ADDR --script FILE` command). [Server.Requests] and
 // [Server.WaitRequests] return every chat request received (raw body,
 // decoded fields and messages), so a test can assert what the model saw;
+// [Server.InFlight] counts the requests being answered right now;
 // [Server.Enqueue] adds steps while the server runs.
 //
 // # Answers

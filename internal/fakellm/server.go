@@ -63,6 +63,8 @@ type Server struct {
 	// completions and toolCalls number response ids and default call ids.
 	completions int
 	toolCalls   int
+	// inFlight counts the chat requests being answered.
+	inFlight int
 }
 
 // New returns a server that answers from script. Invalid steps are
@@ -100,6 +102,14 @@ func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Request(nil), s.requests...)
+}
+
+// InFlight returns how many chat requests are being answered now
+// (received, response not yet complete).
+func (s *Server) InFlight() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inFlight
 }
 
 // WaitRequests waits until at least n chat requests were received and
@@ -171,6 +181,14 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
 		req.Fields = nil
 	}
 	s.record(req)
+	s.mu.Lock()
+	s.inFlight++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.inFlight--
+		s.mu.Unlock()
+	}()
 	if !s.authorized(w, r) {
 		return
 	}

@@ -17,9 +17,10 @@ import (
 const sseBuffer = 4096
 
 // streamSession serves GET /v1/sessions/{session}/events as server-sent
-// events: "delta" events carry token deltas ({run_id, seq, kind, text})
-// and every lifecycle CloudEvent of the session is sent with its type as
-// the SSE event name and the structured CloudEvent as data.
+// events: "delta" events carry token deltas ({run_id, seq, kind, text,
+// turn, step, offset}) and every lifecycle CloudEvent of the session is
+// sent with its type as the SSE event name and the structured CloudEvent
+// as data.
 func (s *Server) streamSession(w http.ResponseWriter, r *http.Request) {
 	session := r.PathValue("session")
 	flusher, ok := w.(http.Flusher)

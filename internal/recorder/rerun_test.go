@@ -80,3 +80,48 @@ func TestFailedRunDoesNotClaimItsEnvelope(t *testing.T) {
 		t.Fatalf("the successful retry is not on the tape: %s", kinds(entries))
 	}
 }
+
+// TestResumedRunReplacesTheInterruptedOne: a run whose worker died is
+// resumed by the redelivery's run (run.started names it in
+// metadata.resumes); the tape holds the resumed run once and no
+// interrupted run, and late events of the dead run change nothing.
+func TestResumedRunReplacesTheInterruptedOne(t *testing.T) {
+	f := setup(t)
+	f.startRecorder(t, recorder.Config{})
+	dead := newRun("s12", "env-13", 7, "question", "never finished")
+	f.publish(t, dead, []int{0, 1}, map[int]string{}, false)
+	resumed := newRun("s12", "env-13", 7, "question", "answer")
+	started := resumed.list[0].(*events.RunStarted)
+	started.Metadata.Delivery, started.Metadata.Resumes = 2, dead.id
+	f.publish(t, resumed, []int{0, 1, 2, 3, 4}, map[int]string{}, false)
+	f.publish(t, dead, []int{2}, map[int]string{}, false) // a late event of the dead run
+	entries := f.settled(t, "s12")
+	if got := kinds(entries); got != oneRun {
+		t.Fatalf("tape = %s\nwant  %s", got, oneRun)
+	}
+	for _, e := range entries {
+		if e.Meta["run_id"] != resumed.id {
+			t.Fatalf("an entry of another run than the resumed one: %+v", e)
+		}
+	}
+}
+
+// TestReplayOfACommittedRunIsNotRecorded: a run that finished and was
+// committed but never acknowledged is replayed by the redelivery (it
+// resumes it); the replay is skipped, not recorded as interrupted.
+func TestReplayOfACommittedRunIsNotRecorded(t *testing.T) {
+	f := setup(t)
+	f.startRecorder(t, recorder.Config{})
+	first := newRun("s13", "env-14", 8, "question", "answer")
+	f.publish(t, first, []int{0, 1, 2, 3, 4}, map[int]string{}, false)
+	f.settled(t, "s13")
+	replay := newRun("s13", "env-14", 8, "question", "answer")
+	started := replay.list[0].(*events.RunStarted)
+	started.Metadata.Delivery, started.Metadata.Resumes = 2, first.id
+	f.publish(t, replay, []int{0, 1, 2, 3, 4}, map[int]string{}, false)
+	next := newRun("s13", "env-15", 9, "next question", "next answer")
+	f.publish(t, next, []int{0, 1, 2, 3, 4}, map[int]string{}, false)
+	if got, want := kinds(f.settled(t, "s13")), oneRun+" "+oneRun; got != want {
+		t.Fatalf("tape = %s\nwant  %s", got, want)
+	}
+}

@@ -73,6 +73,8 @@ type run struct {
 	interrupted bool
 	// delivery is the inbound delivery the run answered (from run.started).
 	delivery uint64
+	// resumes is the run this one resumes (from run.started), "" for none.
+	resumes string
 	// answers is set when the run finished well (status ok, or a command
 	// that was not cancelled): it answered its envelope, and a later run of
 	// the same envelope is a redundant rerun.
@@ -160,6 +162,9 @@ func (l *lane) handle(ctx context.Context, msg jetstream.Msg) {
 	switch p := payload.(type) {
 	case *events.RunStartedData:
 		rn.answering(p.Metadata.Answers)
+		if rn.resumes = p.Metadata.Resumes; rn.resumes != "" {
+			l.resumed(ctx, rn, rn.resumes)
+		}
 		if l.supersede(ctx, rn, md.NumDelivered > 1) {
 			delete(l.runs, runID) // rn itself is stale: recorded as interrupted
 			return
@@ -273,17 +278,35 @@ func (l *lane) supersede(ctx context.Context, rn *run, late bool) (stale bool) {
 		l.interrupt(ctx, other, "redelivered", rn.id)
 		delete(l.runs, id)
 	}
-	if first, ok := l.answered.get(rn.envelope); ok && first != rn.id {
+	// A run that resumes the committed run of its envelope replays it (its
+	// worker died before acknowledging the turn): commitWith skips it as a
+	// rerun, without recording it as interrupted.
+	if first, ok := l.answered.get(rn.envelope); ok && first != rn.id && first != rn.resumes {
 		l.interrupt(ctx, rn, "superseded", first)
 		return true
 	}
 	if late || rn.delivery > 1 {
-		if first, _, done := l.envelopeCommitted(ctx, rn); done {
+		if first, _, done := l.envelopeCommitted(ctx, rn); done && first != rn.resumes {
 			l.interrupt(ctx, rn, "superseded", first)
 			return true
 		}
 	}
 	return false
+}
+
+// resumed drops run id, which rn resumes: rn opens with a copy of id's
+// events (docs/durable.md), so id is recorded through rn and not on its
+// own — not as interrupted either. Its held events are acknowledged and
+// later ones are taken as duplicates.
+func (l *lane) resumed(ctx context.Context, rn *run, id string) {
+	if other := l.runs[id]; other != nil {
+		for _, it := range other.items {
+			l.duplicate(ctx, other.session, it.stream, it.msg)
+		}
+		delete(l.runs, id)
+	}
+	l.done.put(id, true)
+	l.r.log.Info("recorder.run_resumed", "run", rn.id, "resumes", id, "session", rn.session)
 }
 
 // newer reports whether run a answers a later delivery than run b (run

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -43,13 +44,11 @@ func (rt *Runtime) RunAgent(ctx context.Context, in hooks.RunModelInput) (hooks.
 	run.Model = in.State.String(bub.StateModel)
 	run.Answers = answers
 	return runStream(ctx, func(ctx context.Context, emit func(llm.Delta)) error {
-		seq := 0
-		subject := rt.o.Names.TokenStream(in.SessionID, run.RunID)
-		run.OnDelta = func(d llm.Delta) {
-			seq++
-			rt.publishDelta(subject, run.RunID, seq, d)
-			emit(d)
+		if err := rt.resumeRun(ctx, &run, rtape, in.SessionID, answers); err != nil {
+			return err
 		}
+		subject := rt.o.Names.TokenStream(in.SessionID, run.RunID)
+		run.OnDelta = rt.deltas(subject, run.RunID, answers.EnvelopeID, emit)
 		ctx, endSpan := rtape.trace.Start(ctx, run.RunID, in.SessionID, run.Model)
 		_, err := rt.agent.Run(ctx, run)
 		endSpan(err)
@@ -73,6 +72,7 @@ func (rt *Runtime) prepare(t *turn, session string, state *bub.State, steer agen
 	rtape := &runTape{
 		rt:      rt,
 		bus:     bus,
+		att:     att,
 		meta:    events.Meta{State: state, RunID: runID, SessionID: session},
 		fork:    tape.NewFork(rt.tapes),
 		session: session,
@@ -153,18 +153,63 @@ func runFrom(ctx context.Context) *runTape {
 	return r
 }
 
+// resumeRun continues, in run, the interrupted run of a redelivered turn
+// when there is one (resume.go): its events open the run and answer it.
+// A failure to read them back starts the run afresh; a failure to
+// republish them hands the turn back for redelivery (some may be on the
+// stream already).
+func (rt *Runtime) resumeRun(ctx context.Context, run *agent.Run, rtape *runTape, session string, a events.Answers) error {
+	from, err := rt.interruptedRun(ctx, session, a)
+	if err != nil {
+		rt.log.Warn("worker.resume_failed", "session", session, "envelope", a.EnvelopeID, "err", err)
+		return nil
+	}
+	if from == nil {
+		return nil
+	}
+	if err := rt.resume(ctx, rtape, from, a); err != nil {
+		return fmt.Errorf("%w: resuming run %s: %w", ErrRetry, from.run.ID, err)
+	}
+	run.Resume, run.Prompt = from.run, from.run.Started.Prompt
+	rt.log.Info("worker.run_resumed", "run", run.RunID, "resumes", from.run.ID, "session", session, "envelope", a.EnvelopeID, "events", from.run.LastSeq())
+	return nil
+}
+
 // delta is the JSON of one token delta on bub.stream.<session>.<run>.
+// Turn, Step, Kind and Offset identify its text across the attempts of a
+// turn (docs/durable.md, "Streaming").
 type delta struct {
-	RunID string `json:"run_id"`
-	Seq   int    `json:"seq"`
-	Kind  string `json:"kind"`
-	Text  string `json:"text"`
+	RunID  string `json:"run_id"`
+	Seq    int    `json:"seq"`
+	Kind   string `json:"kind"`
+	Text   string `json:"text"`
+	Turn   string `json:"turn,omitempty"`
+	Step   int    `json:"step"`
+	Offset int    `json:"offset"`
+}
+
+// deltas returns the run's delta callback: each delta goes to the turn's
+// stream (emit) and, unless it was replayed from a resumed run's
+// recording (its attempt published it), to subject on core NATS,
+// numbered, with its byte offset in the text of its step and kind.
+func (rt *Runtime) deltas(subject, runID, turn string, emit func(llm.Delta)) func(agent.Delta) {
+	seq := 0
+	offsets := map[[2]any]int{}
+	return func(d agent.Delta) {
+		if !d.Replayed {
+			seq++
+			key := [2]any{d.Step, d.Kind}
+			rt.publishDelta(subject, delta{RunID: runID, Seq: seq, Kind: d.Kind, Text: d.Text, Turn: turn, Step: d.Step, Offset: offsets[key]})
+			offsets[key] += len(d.Text)
+		}
+		emit(d.Delta)
+	}
 }
 
 // publishDelta sends a token delta on core NATS: ephemeral, never needed
 // for correctness, so failures are only logged.
-func (rt *Runtime) publishDelta(subject, runID string, seq int, d llm.Delta) {
-	b, _ := json.Marshal(delta{RunID: runID, Seq: seq, Kind: d.Kind, Text: d.Text})
+func (rt *Runtime) publishDelta(subject string, d delta) {
+	b, _ := json.Marshal(d)
 	if err := rt.o.NC.Publish(subject, b); err != nil {
 		rt.log.Debug("worker.delta_dropped", "err", err)
 	}
@@ -253,6 +298,7 @@ func (rt *Runtime) awaitEarlierTurns(ctx context.Context, session string, inboun
 type runTape struct {
 	rt      *Runtime
 	bus     *events.Bus
+	att     *events.Attachment // the bus's bridge attachment
 	meta    events.Meta
 	fork    *tape.Fork
 	tape    tape.Tape

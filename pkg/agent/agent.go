@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 
+	"github.com/bubbus/bub/pkg/agent/recording"
 	"github.com/bubbus/bub/pkg/bub"
 	"github.com/bubbus/bub/pkg/events"
 	"github.com/bubbus/bub/pkg/llm"
@@ -94,8 +95,8 @@ type Run struct {
 	// Bus receives the run's lifecycle events.
 	Bus *events.Bus
 	// OnDelta, when set, receives text and reasoning deltas as they
-	// stream.
-	OnDelta func(llm.Delta)
+	// stream, with the step that streamed them.
+	OnDelta func(Delta)
 	// AllowedTools limits the tools offered to the model (nil = all):
 	// runtime or model-facing names, trimmed and matched in any case, as
 	// Bub's resolve_tool_names does. An unknown name fails the run's
@@ -111,6 +112,28 @@ type Run struct {
 	// Approvals parks the tool calls a before_tool_call hook asks a person
 	// about (nil: such a call is denied, as nobody can be asked).
 	Approvals Approver
+	// Resume, when set, is the recording of an earlier attempt of this run
+	// (its worker died; see docs/durable.md): the run continues it instead
+	// of starting over. Every event the recording holds is answered from
+	// it and not emitted again — no handler (hook) runs for it, no sink
+	// sees it — so completed model calls are not made again and completed
+	// tool calls not run again; a tool call that started but has no
+	// recorded result runs again only when its tool is read_only or
+	// idempotent, else it fails with [InterruptedToolMessage]. The rest of
+	// the run is emitted as usual. The caller gives the run the recorded
+	// run's prompt, and its tape and event sinks what the recording holds.
+	Resume *recording.Run
+}
+
+// Delta is a token delta of a run.
+type Delta struct {
+	llm.Delta
+	// Step is the step whose model call streamed it (0 for the answer of
+	// a comma command or an empty prompt).
+	Step int
+	// Replayed marks the text of a model call answered from [Run.Resume]:
+	// the earlier attempt streamed it already.
+	Replayed bool
 }
 
 // Output is what a run produced.
@@ -137,8 +160,8 @@ func (r *Run) meta() events.Meta {
 	return events.Meta{State: r.State, RunID: r.RunID, SessionID: r.SessionID}
 }
 
-func (r *Run) delta(kind, text string) {
+func (r *Run) delta(step int, kind, text string, replayed bool) {
 	if r.OnDelta != nil && text != "" {
-		r.OnDelta(llm.Delta{Kind: kind, Text: text})
+		r.OnDelta(Delta{Delta: llm.Delta{Kind: kind, Text: text}, Step: step, Replayed: replayed})
 	}
 }

@@ -27,7 +27,7 @@ func (a *Agent) command(ctx context.Context, r *Run, line string) (Output, error
 	if err == nil {
 		var res *tools.Result
 		name := inv.Tool.ModelName()
-		res, err = a.executeCall(ctx, r, "command", tools.Call{RunID: r.RunID, Tool: name, Arguments: inv.Args}, map[string]tools.Tool{name: inv.Tool}, nil)
+		res, err = a.executeCall(ctx, r, 0, "command", tools.Call{RunID: r.RunID, Tool: name, Arguments: inv.Args}, map[string]tools.Tool{name: inv.Tool}, nil)
 		if res != nil && res.Err != nil {
 			err = res.Err
 		}
@@ -47,7 +47,7 @@ func (a *Agent) command(ctx context.Context, r *Run, line string) (Output, error
 	if err != nil {
 		return Output{}, err
 	}
-	r.delta("text", out)
+	r.delta(0, "text", out, false)
 	return Output{Text: out, OK: true}, nil
 }
 

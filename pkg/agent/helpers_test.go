@@ -289,9 +289,9 @@ func (e *env) newRun(prompt string, mods ...func(*agent.Run)) agent.Run {
 		State:     e.state,
 		Tape:      e.tape,
 		Bus:       e.bus,
-		OnDelta: func(d llm.Delta) {
+		OnDelta: func(d agent.Delta) {
 			e.mu.Lock()
-			e.deltas = append(e.deltas, d)
+			e.deltas = append(e.deltas, d.Delta)
 			e.mu.Unlock()
 		},
 	}

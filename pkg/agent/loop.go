@@ -28,7 +28,7 @@ var contextOverflow = regexp.MustCompile(`(?i)context.{0,40}(length|window)|maxi
 // anything else runs the agent loop. Every lifecycle event goes to r.Bus.
 func (a *Agent) Run(ctx context.Context, r Run) (Output, error) {
 	if r.Prompt.IsEmpty() {
-		r.delta("text", emptyPromptText)
+		r.delta(0, "text", emptyPromptText, false)
 		return Output{Text: emptyPromptText}, nil
 	}
 	if r.State == nil {
@@ -70,7 +70,9 @@ func (a *Agent) loop(ctx context.Context, r *Run) (out Output, err error) {
 	}
 	meta.AllowedSkills, _ = r.State.Get(bub.StateAllowedSkills)
 	defer r.finish(ctx, start, &out, &err)
-	if _, err := events.Emit(ctx, r.Bus, &events.RunStarted{Meta: r.meta(), Prompt: r.Prompt, Model: model, Metadata: meta}); err != nil {
+	if rec := r.Resume; rec != nil && rec.Started != nil {
+		model = rec.Started.Model // run.started was recorded: the run goes on
+	} else if _, err := events.Emit(ctx, r.Bus, &events.RunStarted{Meta: r.meta(), Prompt: r.Prompt, Model: model, Metadata: meta}); err != nil {
 		return out, err
 	}
 
@@ -90,6 +92,10 @@ func (a *Agent) loop(ctx context.Context, r *Run) (out Output, err error) {
 			}
 			if !handoffUsed && overflowed(err) {
 				handoffUsed = true
+				if rs := r.recordedStep(step); rs != nil && rs.Finished != nil {
+					prompt = r.Prompt // the recorded attempt handed off already
+					continue
+				}
 				if herr := r.Tape.Handoff(ctx, "auto_handoff/context_overflow", map[string]any{
 					"reason": "context_length_exceeded", "error": err.Error(),
 				}); herr != nil {
@@ -111,12 +117,19 @@ func (a *Agent) loop(ctx context.Context, r *Run) (out Output, err error) {
 			texts = append(texts, res.text)
 		}
 		carried = res.pending
+		rs := r.recordedStep(step)
 		if len(res.toolCalls) == 0 && len(carried) == 0 {
-			if _, err := events.Emit(ctx, r.Bus, &events.StepFinished{Meta: r.meta(), Step: step, Status: events.StepOK, ElapsedMS: elapsed()}); err != nil {
-				return out, err
+			if rs == nil || rs.Finished == nil {
+				if _, err := events.Emit(ctx, r.Bus, &events.StepFinished{Meta: r.meta(), Step: step, Status: events.StepOK, ElapsedMS: elapsed()}); err != nil {
+					return out, err
+				}
 			}
 			out.Text, out.OK = strings.Join(texts, ""), true
 			return out, nil
+		}
+		if rs != nil && rs.Finished != nil {
+			prompt = llm.Text(rs.Finished.NextPrompt)
+			continue
 		}
 		fin, err := events.Emit(ctx, r.Bus, &events.StepFinished{Meta: r.meta(), Step: step, Status: events.StepContinue, ElapsedMS: elapsed(), NextPrompt: DefaultContinuePrompt})
 		if err != nil {
@@ -131,12 +144,19 @@ func (a *Agent) loop(ctx context.Context, r *Run) (out Output, err error) {
 // call and its tools ([Agent.step]), then, when the model called no tool,
 // MessagesPending at step end, whose messages make the run continue.
 func (a *Agent) runStep(ctx context.Context, r *Run, step int, model string, prompt llm.Content, carried []llm.Message) (stepResult, error) {
-	if _, err := events.Emit(ctx, r.Bus, &events.StepStarted{Meta: r.meta(), Step: step, Prompt: prompt}); err != nil {
-		return stepResult{}, err
+	rs := r.recordedStep(step)
+	if rs == nil || rs.Started == nil {
+		if _, err := events.Emit(ctx, r.Bus, &events.StepStarted{Meta: r.meta(), Step: step, Prompt: prompt}); err != nil {
+			return stepResult{}, err
+		}
 	}
 	res, err := a.step(ctx, r, step, model, prompt, carried)
 	if err != nil || len(res.toolCalls) > 0 {
 		return res, err
+	}
+	if rs != nil && rs.PendingEnd != nil {
+		res.pending = rs.PendingEnd.Messages
+		return res, nil
 	}
 	pending, err := events.Emit(ctx, r.Bus, &events.MessagesPending{Meta: r.meta(), Step: step, AtStepEnd: true})
 	if err != nil {
@@ -158,8 +178,11 @@ func (r *Run) finish(ctx context.Context, start time.Time, out *Output, err *err
 		status = events.RunError
 	}
 	fin := &events.RunFinished{Meta: r.meta(), Status: status, Steps: out.Steps, DurationMS: time.Since(start).Milliseconds(), Err: *err}
-	if _, ferr := events.Emit(context.WithoutCancel(ctx), r.Bus, fin); ferr != nil && *err == nil {
-		*err = ferr
+	// A run replayed to its end from Resume: the recording holds its end.
+	if rec := r.Resume; rec == nil || rec.Finished == nil {
+		if _, ferr := events.Emit(context.WithoutCancel(ctx), r.Bus, fin); ferr != nil && *err == nil {
+			*err = ferr
+		}
 	}
 	if *err != nil {
 		out.OK = false

@@ -461,7 +461,7 @@ func TestCancellation(t *testing.T) {
 			name:  "mid-stream",
 			steps: []fakellm.Step{{Text: "one two three four five six", Chunks: 6, ChunkDelay: fakellm.Duration(waitLimit)}},
 			arm: func(_ *env, cancel context.CancelFunc, r *agent.Run) {
-				r.OnDelta = func(llm.Delta) { cancel() }
+				r.OnDelta = func(agent.Delta) { cancel() }
 			},
 			wantLLMStarts: 1,
 		},

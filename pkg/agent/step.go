@@ -39,17 +39,31 @@ func (a *Agent) step(ctx context.Context, r *Run, step int, model string, prompt
 	if err != nil {
 		return stepResult{}, err
 	}
-	pending, err := events.Emit(ctx, r.Bus, &events.MessagesPending{Meta: r.meta(), Step: step, Messages: carried})
-	if err != nil {
-		return stepResult{}, err
+	rs := r.recordedStep(step)
+	appended := carried
+	if rs != nil && rs.Pending != nil {
+		appended = rs.Pending.Messages
+	} else {
+		pending, err := events.Emit(ctx, r.Bus, &events.MessagesPending{Meta: r.meta(), Step: step, Messages: carried})
+		if err != nil {
+			return stepResult{}, err
+		}
+		appended = pending.Messages
 	}
-	newMessages := append(append([]llm.Message(nil), pending.Messages...), llm.Message{Role: llm.RoleUser, Content: prompt})
+	newMessages := append(append([]llm.Message(nil), appended...), llm.Message{Role: llm.RoleUser, Content: prompt})
 	chat := &events.ChatFinished{Meta: r.meta(), SystemPrompt: system}
+	emitChat := func() error {
+		if rs != nil && rs.Chat != nil {
+			return nil // recorded: the tape has it
+		}
+		_, err := events.Emit(ctx, r.Bus, chat)
+		return err
+	}
 
 	history, err := r.Tape.ReadMessages(ctx)
 	if err != nil {
 		chat.ContextErr, chat.Err = err, err
-		if _, eerr := events.Emit(ctx, r.Bus, chat); eerr != nil {
+		if eerr := emitChat(); eerr != nil {
 			return stepResult{}, eerr
 		}
 		return stepResult{}, err
@@ -62,8 +76,11 @@ func (a *Agent) step(ctx context.Context, r *Run, step int, model string, prompt
 	messages = append(append(messages, history...), newMessages...)
 	req := llm.Request{RunID: r.RunID, Model: model, Messages: messages, ToolNames: modelNames(offered), MaxTokens: a.settings.MaxTokens}
 
-	started, err := events.Emit(ctx, r.Bus, &events.LLMCallStarted{Meta: r.meta(), Request: req})
-	if err != nil {
+	started := &events.LLMCallStarted{Meta: r.meta(), Request: req}
+	if rs.CallDone() {
+		// Answered by the recorded attempt: its hooks decided already.
+		started.Request, started.Decision = recordedRequest(req, rs.LLMStarted)
+	} else if started, err = events.Emit(ctx, r.Bus, started); err != nil {
 		return stepResult{}, err
 	}
 	// What the handlers made of the request is what the provider gets and
@@ -75,25 +92,13 @@ func (a *Agent) step(ctx context.Context, r *Run, step int, model string, prompt
 	if d := started.Decision; d != nil {
 		text := d.Text
 		chat.ResponseText = &text
-		r.delta("text", text)
-		_, err := events.Emit(ctx, r.Bus, chat)
-		return stepResult{text: text}, err
+		r.delta(step, "text", text, rs.CallDone())
+		return stepResult{text: text}, emitChat()
 	}
 
-	callStart := time.Now()
-	resp, err := a.models.Complete(ctx, llm.Call{
-		Model:           req.Model,
-		Messages:        append([]llm.Message(nil), req.Messages...),
-		Tools:           tools.Schemas(offered),
-		MaxTokens:       req.MaxTokens,
-		ReasoningEffort: r.State.String(bub.StateReasoningEffort),
-	}, func(d llm.Delta) { r.delta(d.Kind, d.Text) })
+	resp, err := a.complete(ctx, r, step, req, offered)
 	if ctx.Err() != nil {
 		return stepResult{}, ctx.Err() // cancelled: no LLMCallFinished
-	}
-	result := llm.Result{RunID: r.RunID, Text: resp.Text, ToolCalls: resp.ToolCalls, Usage: resp.Usage, Err: err, DurationMS: time.Since(callStart).Milliseconds()}
-	if _, eerr := events.Emit(ctx, r.Bus, &events.LLMCallFinished{Meta: r.meta(), Request: req, Result: result}); eerr != nil {
-		return stepResult{}, eerr
 	}
 	if err != nil {
 		return stepResult{}, err
@@ -103,16 +108,42 @@ func (a *Agent) step(ctx context.Context, r *Run, step int, model string, prompt
 	if len(resp.ToolCalls) == 0 {
 		text := resp.Text
 		chat.ResponseText = &text
-		_, err := events.Emit(ctx, r.Bus, chat)
-		return out, err
+		return out, emitChat()
 	}
 	results, err := a.runTools(ctx, r, step, byModelName(offered), resp.ToolCalls)
 	if err != nil {
 		return stepResult{}, err
 	}
 	chat.ToolCalls, chat.ToolResults = resp.ToolCalls, results
-	_, err = events.Emit(ctx, r.Bus, chat)
-	return out, err
+	return out, emitChat()
+}
+
+// complete is the step's model call between LLMCallStarted and
+// LLMCallFinished; a call the recording answered is not made again (its
+// text is handed to OnDelta as replayed) and emits nothing. The error is
+// the provider's, or a handler's.
+func (a *Agent) complete(ctx context.Context, r *Run, step int, req llm.Request, offered []tools.Tool) (llm.Response, error) {
+	if rs := r.recordedStep(step); rs != nil && rs.LLMFinished != nil {
+		resp, err := recordedResponse(rs.LLMFinished)
+		r.delta(step, "text", resp.Text, true)
+		return resp, err
+	}
+	callStart := time.Now()
+	resp, err := a.models.Complete(ctx, llm.Call{
+		Model:           req.Model,
+		Messages:        append([]llm.Message(nil), req.Messages...),
+		Tools:           tools.Schemas(offered),
+		MaxTokens:       req.MaxTokens,
+		ReasoningEffort: r.State.String(bub.StateReasoningEffort),
+	}, func(d llm.Delta) { r.delta(step, d.Kind, d.Text, false) })
+	if ctx.Err() != nil {
+		return resp, ctx.Err()
+	}
+	result := llm.Result{RunID: r.RunID, Text: resp.Text, ToolCalls: resp.ToolCalls, Usage: resp.Usage, Err: err, DurationMS: time.Since(callStart).Milliseconds()}
+	if _, eerr := events.Emit(ctx, r.Bus, &events.LLMCallFinished{Meta: r.meta(), Request: req, Result: result}); eerr != nil {
+		return resp, eerr
+	}
+	return resp, err
 }
 
 // effectiveNew returns the messages of the step in req, the request after
@@ -228,7 +259,7 @@ func (a *Agent) runTools(ctx context.Context, r *Run, step int, offered map[stri
 	for i, tc := range calls {
 		wg.Go(func() {
 			slot := strconv.Itoa(step) + "." + strconv.Itoa(i)
-			res, err := a.execute(ctx, r, slot, offered, tools.Call{RunID: r.RunID, Tool: tc.Function.Name, CallID: tc.ID}, tc.Function.Arguments)
+			res, err := a.execute(ctx, r, step, slot, offered, tools.Call{RunID: r.RunID, Tool: tc.Function.Name, CallID: tc.ID}, tc.Function.Arguments)
 			results[i], errs[i] = modelResult(res), err
 		})
 	}

@@ -18,10 +18,10 @@ import (
 // returned error is a handler's error or ctx's.
 // slot names the call's place in the run ("<step>.<index>"), which
 // names an approval it asks for.
-func (a *Agent) execute(ctx context.Context, r *Run, slot string, offered map[string]tools.Tool, call tools.Call, raw string) (*tools.Result, error) {
+func (a *Agent) execute(ctx context.Context, r *Run, step int, slot string, offered map[string]tools.Tool, call tools.Call, raw string) (*tools.Result, error) {
 	args, argErr := tools.DecodeArguments(raw)
 	call = call.WithArguments(args)
-	return a.executeCall(ctx, r, slot, call, offered, argErr)
+	return a.executeCall(ctx, r, step, slot, call, offered, argErr)
 }
 
 // executeCall runs call with the tool of runnable (keyed by model-facing
@@ -30,16 +30,32 @@ func (a *Agent) execute(ctx context.Context, r *Run, slot string, offered map[st
 // offered to the model, or a comma command's tool (which may be hidden).
 // A name runnable lacks runs Bub's unknown-tool placeholder, so a tool the
 // run does not allow never runs.
-func (a *Agent) executeCall(ctx context.Context, r *Run, slot string, call tools.Call, runnable map[string]tools.Tool, argErr error) (*tools.Result, error) {
-	started, err := events.Emit(ctx, r.Bus, &events.ToolCallStarted{Meta: r.meta(), Call: call})
-	if err != nil {
-		return nil, err
+//
+// Resuming ([Run.Resume]), a call the recording holds the result of is
+// answered from it, and a recorded start is not emitted again (its
+// decision stands); a started call without a result runs again only when
+// its tool is read_only or idempotent.
+func (a *Agent) executeCall(ctx context.Context, r *Run, step int, slot string, call tools.Call, runnable map[string]tools.Tool, argErr error) (*tools.Result, error) {
+	rec := r.Resume.Tool(step, call.CallID)
+	started := &events.ToolCallStarted{Meta: r.meta(), Call: call}
+	if rec != nil {
+		if rec.Finished != nil {
+			return recordedResult(r.RunID, rec.Finished), nil
+		}
+		started.Call.Tool, started.Decision = rec.Started.Tool, rec.Started.Decision
+		started.Call = started.Call.WithArguments(rec.Started.Arguments)
+	} else {
+		var err error
+		if started, err = events.Emit(ctx, r.Bus, started); err != nil {
+			return nil, err
+		}
 	}
 	call = started.Call
 	res := &tools.Result{RunID: r.RunID, Tool: call.Tool}
 	begin := time.Now()
 	d := started.Decision
 	if d != nil && d.Action == tools.ActionAsk {
+		var err error
 		if d, err = a.approve(ctx, r, slot, call, d); err != nil {
 			return nil, err
 		}
@@ -64,6 +80,10 @@ func (a *Agent) executeCall(ctx context.Context, r *Run, slot string, call tools
 		t, ok := runnable[call.Tool]
 		if !ok {
 			t = tools.UnknownTool(call.Tool)
+		}
+		if rec != nil && ok && t.EffectClass() == tools.EffectIrreversible {
+			res.Err = &bub.Error{Kind: bub.KindTool, Message: InterruptedToolMessage}
+			break
 		}
 		out, terr := tools.Invoke(ctx, t, r.toolContext(), call.Arguments)
 		if ctx.Err() != nil {

@@ -37,6 +37,11 @@ type RunMetadata struct {
 	// Answers is the inbound delivery the run answers; zero for a run
 	// that answers none (a subagent's, a local one).
 	Answers
+	// Resumes is the id of the interrupted run this one continues (a
+	// worker resumed the turn after the run's worker died; see
+	// docs/durable.md): its events open this run, and the recorder drops
+	// the interrupted run's own.
+	Resumes string `json:"resumes,omitempty"`
 }
 
 // Answers names the inbound delivery a run answers: the recorder moves

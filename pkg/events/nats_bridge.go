@@ -5,11 +5,13 @@ package events
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
 
+	ce "github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -284,12 +286,22 @@ func (a *Attachment) send(ctx context.Context, ev Event, typ string, data any) e
 	if err != nil {
 		return err
 	}
-	f, err := b.js.PublishMsgAsync(msg, b.pubOpts...)
-	if err != nil {
-		return fmt.Errorf("events: publishing %s %s: %w", typ, id, err)
+	if err := a.enqueue(msg, typ, id); err != nil {
+		return err
 	}
 	if run != "" {
 		a.seq[run] = attrs.Seq
+	}
+	return nil
+}
+
+// enqueue publishes msg and queues it for the collector. The caller holds
+// a window slot, b.mu for reading and a.mu.
+func (a *Attachment) enqueue(msg *nats.Msg, typ, id string) error {
+	b := a.bridge
+	f, err := b.js.PublishMsgAsync(msg, b.pubOpts...)
+	if err != nil {
+		return fmt.Errorf("events: publishing %s %s: %w", typ, id, err)
 	}
 	// Count and queue in one step, here under a.mu and enqueueMu, so both
 	// trackers see their publishes resolved in the order they counted them.
@@ -298,6 +310,66 @@ func (a *Attachment) send(ctx context.Context, ev Event, typ string, data any) e
 	a.t.issue()
 	b.all.issue()
 	b.acks <- pendingAck{future: f, sent: time.Now(), att: a, ceType: typ, id: id}
+	return nil
+}
+
+// Republish publishes recorded, the events of an earlier attempt of a run
+// in seq order (as decoded from the events stream), as the first events
+// of run: each keeps its type, time, session and data (edit, when not
+// nil, may replace the data) and gets a new id and run's next seq, so the
+// run's later events follow them. A worker resuming an interrupted run
+// (docs/durable.md) starts it with the attempt's events, and the stream
+// holds the whole run once under its new id. Flush reports failures as
+// for emitted events.
+func (a *Attachment) Republish(ctx context.Context, run string, recorded []ce.Event, edit func(e ce.Event) (data any, err error)) error {
+	for _, e := range recorded {
+		var data any = json.RawMessage(e.Data())
+		if edit != nil {
+			d, err := edit(e)
+			if err != nil {
+				return err
+			}
+			if d != nil {
+				data = d
+			}
+		}
+		if err := a.republish(ctx, run, e, data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *Attachment) republish(ctx context.Context, run string, e ce.Event, data any) error {
+	b := a.bridge
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.closed {
+		return fmt.Errorf("events: republishing %s: %w", e.Type(), ErrBridgeClosed)
+	}
+	select {
+	case b.slots <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("events: republishing %s: waiting for the in-flight window: %w", e.Type(), ctx.Err())
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	attrs := Attrs{Source: b.source, RunID: run, SessionID: SessionID(e), Seq: a.seq[run] + 1, Time: e.Time()}
+	if b.trace != nil {
+		attrs.Traceparent, attrs.Tracestate = b.trace(ctx)
+	}
+	out, err := New(e.Type(), attrs, data)
+	if err == nil {
+		var msg *nats.Msg
+		if msg, err = ToMsg(b.names.Event(attrs.SessionID, SubjectName(e.Type())), out); err == nil {
+			err = a.enqueue(msg, e.Type(), out.ID())
+		}
+	}
+	if err != nil {
+		<-b.slots
+		return err
+	}
+	a.seq[run] = attrs.Seq
 	return nil
 }
 

@@ -20,14 +20,18 @@ import (
 // has a JSON Schema and a golden example in docs/events/; a change that
 // breaks a consumer needs a new type version.
 //
-// Content policy: message bodies of LLM calls (llm_call.started messages
-// and finish text, llm_call.finished text and tool calls,
-// messages.pending messages) are left out unless [Codec.CaptureContent]
-// is set. They are big — every call resends the whole history, so a run
-// would publish O(steps²) bytes against JetStream's per-message limit —
-// and private: everyone allowed to read bub.events.> would read every
-// conversation. chat.finished always carries the whole interaction: it is
-// the record the recorder builds the tape from. run.started (prompt),
+// Content policy: the request side of an LLM call (llm_call.started
+// messages) is left out unless [Codec.CaptureContent] is set. It is big —
+// every call resends the whole history, so a run would publish O(steps²)
+// bytes against JetStream's per-message limit — and private: everyone
+// allowed to read bub.events.> would read every conversation. What a call
+// added is always carried: llm_call.finished has the model's text and tool
+// calls, a finish decision its text, messages.pending its messages. A
+// worker resuming an interrupted run answers the run's completed calls
+// from these records instead of calling the model again (package
+// agent/recording), and they are O(new content) and no more private than
+// chat.finished, which always carries the whole interaction: it is the
+// record the recorder builds the tape from. run.started (prompt),
 // tool_call.* (arguments and results) and command.finished (output) carry
 // their content too, as the tape and the observers need it.
 
@@ -79,8 +83,8 @@ type StepFinishedData struct {
 	NextPrompt string     `json:"next_prompt,omitempty"`
 }
 
-// MessagesPendingData is the payload of [TypeMessagesPending]. Messages
-// are present only with content capture.
+// MessagesPendingData is the payload of [TypeMessagesPending], with the
+// messages the handlers appended.
 type MessagesPendingData struct {
 	Step         int           `json:"step"`
 	AtStepEnd    bool          `json:"at_step_end"`
@@ -88,8 +92,8 @@ type MessagesPendingData struct {
 	Messages     []llm.Message `json:"messages,omitempty"`
 }
 
-// LLMCallStartedData is the payload of [TypeLLMCallStarted]. Messages and
-// the finish text are present only with content capture.
+// LLMCallStartedData is the payload of [TypeLLMCallStarted]. Messages are
+// present only with content capture; a finish decision's text always.
 type LLMCallStartedData struct {
 	Model        string           `json:"model"`
 	MaxTokens    int              `json:"max_tokens,omitempty"`
@@ -106,8 +110,8 @@ type LLMDecisionData struct {
 	Text   string `json:"text,omitempty"`
 }
 
-// LLMCallFinishedData is the payload of [TypeLLMCallFinished]. Text and
-// ToolCalls are present only with content capture; ToolCallNames always.
+// LLMCallFinishedData is the payload of [TypeLLMCallFinished]: the
+// model's answer (Text, ToolCalls, ToolCallNames) or its error.
 type LLMCallFinishedData struct {
 	Model         string         `json:"model"`
 	DurationMS    int64          `json:"duration_ms"`
@@ -296,10 +300,10 @@ type Codec struct {
 	// Registry maps custom event types to CloudEvent types; nil means
 	// built-in events only.
 	Registry *Registry
-	// CaptureContent includes LLM message bodies in llm_call.* and
-	// messages.pending payloads (see the content policy in payloads.go).
-	// Off by default: they are large and private, and chat.finished
-	// already records the interaction.
+	// CaptureContent includes the messages of llm_call.started payloads
+	// (see the content policy in payloads.go). Off by default: they are
+	// large and private, and chat.finished already records the
+	// interaction.
 	CaptureContent bool
 }
 
@@ -420,12 +424,8 @@ func (e *StepFinished) wire(bool) (string, any) {
 	}
 }
 
-func (e *MessagesPending) wire(content bool) (string, any) {
-	d := MessagesPendingData{Step: e.Step, AtStepEnd: e.AtStepEnd, MessageCount: len(e.Messages)}
-	if content {
-		d.Messages = e.Messages
-	}
-	return TypeMessagesPending, d
+func (e *MessagesPending) wire(bool) (string, any) {
+	return TypeMessagesPending, MessagesPendingData{Step: e.Step, AtStepEnd: e.AtStepEnd, MessageCount: len(e.Messages), Messages: e.Messages}
 }
 
 func (e *LLMCallStarted) wire(content bool) (string, any) {
@@ -437,25 +437,19 @@ func (e *LLMCallStarted) wire(content bool) (string, any) {
 		d.Messages = e.Request.Messages
 	}
 	if e.Decision != nil {
-		d.Decision = &LLMDecisionData{Action: "finish"}
-		if content {
-			d.Decision.Text = e.Decision.Text
-		}
+		d.Decision = &LLMDecisionData{Action: "finish", Text: e.Decision.Text}
 	}
 	return TypeLLMCallStarted, d
 }
 
-func (e *LLMCallFinished) wire(content bool) (string, any) {
+func (e *LLMCallFinished) wire(bool) (string, any) {
 	r := &e.Result
-	d := LLMCallFinishedData{Model: e.Request.Model, DurationMS: r.DurationMS, Usage: r.Usage, Error: errorData(r.Err)}
+	d := LLMCallFinishedData{Model: e.Request.Model, DurationMS: r.DurationMS, Usage: r.Usage, Error: errorData(r.Err), Text: r.Text, ToolCalls: r.ToolCalls}
 	if len(r.ToolCalls) > 0 {
 		d.ToolCallNames = make([]string, len(r.ToolCalls))
 		for i, tc := range r.ToolCalls {
 			d.ToolCallNames[i] = tc.Function.Name
 		}
-	}
-	if content {
-		d.Text, d.ToolCalls = r.Text, r.ToolCalls
 	}
 	return TypeLLMCallFinished, d
 }

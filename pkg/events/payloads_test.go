@@ -30,16 +30,18 @@ func TestToCloudEventAttributes(t *testing.T) {
 	}
 }
 
-// TestContentPolicy: LLM message bodies leave the process only with
-// content capture; chat.finished always carries the interaction.
+// TestContentPolicy: the request messages of an LLM call leave the
+// process only with content capture; what a call added (the model's
+// answer, a finish decision's text, appended messages) always does, as a
+// resumed run answers the call from it; chat.finished always carries the
+// interaction.
 func TestContentPolicy(t *testing.T) {
 	secret := "my password is hunter2"
 	req := llm.Request{Model: "m", ToolNames: []string{"bash"}, Messages: []llm.Message{{Role: llm.RoleUser, Content: llm.Text(secret)}}}
 	call := llm.ToolCall{ID: "c1", Type: "function", Function: llm.FunctionCall{Name: "bash", Arguments: `{"cmd":"` + secret + `"}`}}
 	private := []events.Event{
-		&events.LLMCallStarted{Request: req, Decision: llm.Finish(secret)},
-		&events.LLMCallFinished{Request: req, Result: llm.Result{Text: secret, ToolCalls: []llm.ToolCall{call}}},
-		&events.MessagesPending{Messages: req.Messages},
+		&events.LLMCallStarted{Request: req},
+		&events.LLMCallFinished{Request: req, Result: llm.Result{ToolCalls: []llm.ToolCall{{ID: "c1", Type: "function", Function: llm.FunctionCall{Name: "bash", Arguments: "{}"}}}}},
 	}
 	for _, ev := range private {
 		off, err := events.ToCloudEvent(ev, events.Attrs{Source: "/s/x"})
@@ -47,23 +49,34 @@ func TestContentPolicy(t *testing.T) {
 			t.Fatal(err)
 		}
 		if strings.Contains(string(off.Data()), "hunter2") {
-			t.Errorf("%s leaks content without capture: %s", off.Type(), off.Data())
+			t.Errorf("%s leaks request messages without capture: %s", off.Type(), off.Data())
 		}
-		on, err := events.Codec{CaptureContent: true}.ToCloudEvent(ev, events.Attrs{Source: "/s/x"})
+	}
+	on, err := events.Codec{CaptureContent: true}.ToCloudEvent(private[0], events.Attrs{Source: "/s/x"})
+	if err != nil || !strings.Contains(string(on.Data()), "hunter2") {
+		t.Errorf("llm_call.started lacks its messages with capture: %s %v", on.Data(), err)
+	}
+	added := []events.Event{
+		&events.LLMCallStarted{Request: llm.Request{Model: "m"}, Decision: llm.Finish(secret)},
+		&events.LLMCallFinished{Request: llm.Request{Model: "m"}, Result: llm.Result{Text: secret, ToolCalls: []llm.ToolCall{call}}},
+		&events.MessagesPending{Messages: req.Messages},
+	}
+	for _, ev := range added {
+		off, err := events.ToCloudEvent(ev, events.Attrs{Source: "/s/x"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(string(on.Data()), "hunter2") {
-			t.Errorf("%s lacks content with capture: %s", on.Type(), on.Data())
+		if !strings.Contains(string(off.Data()), "hunter2") {
+			t.Errorf("%s lacks what the call added (a resume needs it): %s", off.Type(), off.Data())
 		}
 	}
-	started, _ := events.ToCloudEvent(private[0], events.Attrs{Source: "/s/x"})
+	started, _ := events.ToCloudEvent(added[0], events.Attrs{Source: "/s/x"})
 	p := decodeAs[*events.LLMCallStartedData](t, started)
-	if p.MessageCount != 1 || p.Model != "m" || len(p.ToolNames) != 1 || p.Decision == nil || p.Decision.Action != "finish" {
+	if p.Model != "m" || p.Decision == nil || p.Decision.Action != "finish" || p.Decision.Text != secret {
 		t.Errorf("llm_call.started without capture = %+v", p)
 	}
-	finished, _ := events.ToCloudEvent(private[1], events.Attrs{Source: "/s/x"})
-	if f := decodeAs[*events.LLMCallFinishedData](t, finished); len(f.ToolCallNames) != 1 || f.ToolCallNames[0] != "bash" {
+	finished, _ := events.ToCloudEvent(added[1], events.Attrs{Source: "/s/x"})
+	if f := decodeAs[*events.LLMCallFinishedData](t, finished); len(f.ToolCallNames) != 1 || f.ToolCallNames[0] != "bash" || f.Text != secret || len(f.ToolCalls) != 1 {
 		t.Errorf("llm_call.finished without capture = %+v", f)
 	}
 	chat, _ := events.ToCloudEvent(&events.ChatFinished{NewMessages: req.Messages}, events.Attrs{Source: "/s/x"})

@@ -178,11 +178,27 @@ function streaming(run) {
   return b;
 }
 
+// shownBytes counts, per turn, step and kind, the bytes of streamed text
+// shown: a turn resumed after a worker crash streams the interrupted
+// step again from offset 0 (docs/durable.md, "Streaming").
+const shownBytes = new Map();
+
+// unseen returns the part of a delta's text not shown yet.
+function unseen(d) {
+  const key = `${d.turn || d.run_id}/${d.step || 0}/${d.kind}`;
+  const have = shownBytes.get(key) || 0;
+  const bytes = new TextEncoder().encode(d.text);
+  const off = d.offset || 0;
+  if (off + bytes.length <= have) return "";
+  shownBytes.set(key, off + bytes.length);
+  return new TextDecoder().decode(bytes.slice(Math.max(0, have - off)));
+}
+
 function onTap(name, data) {
   if (name === "delta") {
     const d = JSON.parse(data);
     const b = streaming(d.run_id);
-    b.querySelector(d.kind === "reasoning" ? ".reasoning" : ".text").append(d.text);
+    b.querySelector(d.kind === "reasoning" ? ".reasoning" : ".text").append(unseen(d));
     $("#chat").scrollTop = $("#chat").scrollHeight;
     return;
   }
