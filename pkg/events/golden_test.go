@@ -110,7 +110,7 @@ func samples() map[string]func(events.Attrs) (ce.Event, error) {
 			Action: "deny", Detail: map[string]any{"tool": "bash"}, DurationMS: 3, Err: bub.Errorf(bub.KindTemporary, "slow")}),
 		// Built: a healthy golden turn is answered before its deadline.
 		events.TypeApprovalTimedOut: conv(&events.ApprovalTimedOut{Meta: m, ID: "5d1f0b6a9c2e4f8a7b3c1d0e9f8a7b6c",
-			Call: tools.Call{RunID: m.RunID, Tool: "bash", Arguments: map[string]any{"cmd": "rm -rf /"}, CallID: "call_1"},
+			Call:    tools.Call{RunID: m.RunID, Tool: "bash", Arguments: map[string]any{"cmd": "rm -rf /"}, CallID: "call_1"},
 			Default: tools.ActionDeny, Deadline: time.Date(2026, 1, 2, 4, 4, 5, 0, time.UTC)}),
 		events.TypeTapeEvent: conv(&events.TapeEventRecorded{Meta: m, Name: "order.reviewed", Data: map[string]any{"order_id": "A123"}}),
 		events.TypeTurnError: conv(&events.TurnError{Meta: m, Stage: "turn", EnvelopeID: env.ID, Err: bub.Errorf(bub.KindConfig, "no model configured")}),
