@@ -54,7 +54,10 @@ func TestComposeClusterFaults(t *testing.T) {
 		urls = append(urls, "nats://"+c.port(svc, "4222"))
 	}
 	nc, err := nats.Connect(strings.Join(urls, ","), nats.UserInfo("admin", c.passwords["ADMIN"]),
-		nats.MaxReconnects(-1), nats.ReconnectWait(200*time.Millisecond), nats.RetryOnFailedConnect(true))
+		nats.MaxReconnects(-1), nats.ReconnectWait(200*time.Millisecond), nats.RetryOnFailedConnect(true),
+		// a partitioned server's published port still accepts (docker's
+		// proxy) and goes silent: notice within seconds, move on
+		nats.PingInterval(2*time.Second), nats.MaxPingsOutstanding(2))
 	if err != nil {
 		t.Fatal(err)
 	}
