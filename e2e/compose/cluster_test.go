@@ -104,7 +104,8 @@ func TestComposeClusterFaults(t *testing.T) {
 	t.Run("RollingRestart", func(t *testing.T) {
 		f.scenario(t, "rolling", l, 150*time.Second, func(p *turnload.Pace) []string {
 			var out []string
-			for _, server := range []string{"nats-1", "nats-2", "nats-3"} {
+			for i, server := range []string{"nats-1", "nats-2", "nats-3"} {
+				f.waitFor(p, float64(i+1)/4)
 				id := f.container(server)
 				out = append(out, f.act(t, p, "lame duck + restart "+server, func() {
 					started := c.docker("inspect", "-f", "{{.State.StartedAt}}", id)
