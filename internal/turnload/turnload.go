@@ -158,36 +158,35 @@ func (r Result) Clean() bool {
 	return r.Lost == 0 && r.Duplicates == 0 && r.TapeDuplicates == 0 && r.TapeFound == r.TapeExpected
 }
 
-// replies counts the outbound envelopes per inbound id and the error ones.
-func (g Target) replies(ctx context.Context) (per map[string]int, errs int, err error) {
+// replies counts the outbound envelopes per inbound id and says which
+// inbound ids had an error reply.
+func (g Target) replies(ctx context.Context) (per map[string]int, errored map[string]bool, err error) {
 	names := subjects.Default()
 	st, err := g.JS.Stream(ctx, names.OutboundStream())
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
-	per = map[string]int{}
-	seen := map[string]bool{}
+	per, errored = map[string]int{}, map[string]bool{}
 	for next := uint64(1); ; {
 		raw, err := st.GetMsg(ctx, next, jetstream.WithGetMsgSubject(names.OutboundAll()))
 		if err != nil {
 			if errors.Is(err, jetstream.ErrMsgNotFound) {
-				return per, errs, nil
+				return per, errored, nil
 			}
-			return nil, 0, err
+			return nil, nil, err
 		}
 		next = raw.Sequence + 1
 		ev, err := events.Decode(raw.Header, raw.Data)
 		if err != nil {
-			return nil, 0, fmt.Errorf("outbound %d: %w", raw.Sequence, err)
+			return nil, nil, fmt.Errorf("outbound %d: %w", raw.Sequence, err)
 		}
 		var env envelope.Envelope
 		if err := events.DecodeData(ev, &env); err != nil {
-			return nil, 0, err
+			return nil, nil, err
 		}
 		per[env.InReplyTo]++
-		if env.Kind == envelope.KindError && !seen[env.InReplyTo] {
-			errs++
-			seen[env.InReplyTo] = true
+		if env.Kind == envelope.KindError {
+			errored[env.InReplyTo] = true
 		}
 	}
 }
@@ -254,7 +253,7 @@ func (g Target) settle(t *testing.T, turns []Turn, l Load, within time.Duration)
 	defer poll.Stop()
 	for ; ; <-poll.C {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		per, errs, rerr := g.replies(ctx)
+		per, errored, rerr := g.replies(ctx)
 		var tapes map[string]int
 		var interrupted int
 		var terr error
@@ -265,7 +264,7 @@ func (g Target) settle(t *testing.T, turns []Turn, l Load, within time.Duration)
 		}
 		cancel()
 		if rerr == nil && terr == nil {
-			r.Replied, r.Duplicates, r.Lost, r.Errors = 0, 0, 0, errs
+			r.Replied, r.Duplicates, r.Lost, r.Errors = 0, 0, 0, 0
 			r.TapeFound, r.TapeDuplicates, r.Interrupted = 0, 0, interrupted
 			for _, tr := range turns {
 				switch n := per[tr.ID]; {
@@ -274,6 +273,9 @@ func (g Target) settle(t *testing.T, turns []Turn, l Load, within time.Duration)
 				default:
 					r.Replied++
 					r.Duplicates += n - 1
+				}
+				if errored[tr.ID] {
+					r.Errors++
 				}
 				if n := tapes[tr.ID]; n > 0 {
 					r.TapeFound++
