@@ -18,20 +18,25 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/bubbus/bub/internal/natstest"
+	"github.com/bubbus/bub/internal/proctest"
 	"github.com/bubbus/bub/internal/turnload"
 )
 
 // threeServers is the cluster profile of deploy/compose.yaml
 // (cluster.env): nats, nats-2 and nats-3 in one JetStream cluster, R3.
-var threeServers = clusterOpts{
-	project:   "bubcluster",
-	turnDelay: "100ms",
-	global:    []string{"--env-file", "$DEPLOY/cluster.env", "--profile", "cluster"},
-	env: []string{
-		"BUB_NATS2_PUBLISH=127.0.0.1:0", "BUB_NATS3_PUBLISH=127.0.0.1:0",
-		// a dead worker's turns come back soon
-		"BUB_ACK_WAIT=5s",
-	},
+// Their client ports are fixed free ones, so a restarted server is found
+// again on the host.
+func threeServers(t *testing.T) clusterOpts {
+	env := []string{"BUB_ACK_WAIT=5s"} // a dead worker's turns come back soon
+	for _, v := range []string{"BUB_NATS_PUBLISH", "BUB_NATS2_PUBLISH", "BUB_NATS3_PUBLISH"} {
+		env = append(env, v+"="+proctest.FreeAddr(t))
+	}
+	return clusterOpts{
+		project:   "bubcluster",
+		turnDelay: "100ms",
+		global:    []string{"--env-file", "$DEPLOY/cluster.env", "--profile", "cluster"},
+		env:       env,
+	}
 }
 
 // natsServices are the compose services of the three servers, by server
@@ -45,7 +50,7 @@ var natsServices = map[string]string{"nats-1": "nats", "nats-2": "nats-2", "nats
 // one summary line and fails unless every turn has exactly one reply and
 // one tape entry.
 func TestComposeClusterFaults(t *testing.T) {
-	c := newCluster(t, threeServers)
+	c := newCluster(t, threeServers(t))
 	c.up()
 	base := "http://" + c.port("ingress", "8080")
 	c.waitReady(base)
