@@ -254,19 +254,24 @@ func (f *faults) info(stream string) (*jetstream.StreamInfo, error) {
 	return info, err
 }
 
-// streams lists the streams of the deployment.
+// streams lists the streams of the deployment (retried while JetStream
+// elects a meta leader).
 func (f *faults) streams(t *testing.T) []string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	var names []string
-	lister := f.js.StreamNames(ctx)
-	for n := range lister.Name() {
-		names = append(names, n)
-	}
-	if err := lister.Err(); err != nil {
-		t.Fatalf("stream names: %v", err)
-	}
+	natstest.Eventually(t, time.Minute, func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		names = names[:0]
+		lister := f.js.StreamNames(ctx)
+		for n := range lister.Name() {
+			names = append(names, n)
+		}
+		if err := lister.Err(); err != nil {
+			return false, "stream names: " + err.Error()
+		}
+		return true, ""
+	})
 	return names
 }
 
