@@ -10,7 +10,7 @@ DOCKER   ?= docker
 BUB_IMAGE        ?= bub/bub:local
 LOCAL_NATS_IMAGE ?= bub/nats:local
 
-.PHONY: all build run up test test-short lint fuzz bench bench-quick bench-go chaos clean images nats-image e2e-compose
+.PHONY: all build run up test test-short lint fuzz bench bench-quick bench-go chaos clean images nats-image e2e-compose e2e-cluster
 
 all: build
 
@@ -75,7 +75,12 @@ nats-image:
 ## e2e-compose: the compose cluster end to end (images, 100 messages, 3 workers, one killed); NATS_IMAGE picks the server image
 e2e-compose: images nats-image
 	BUB_IMAGE=$(BUB_IMAGE) NATS_IMAGE=$(or $(NATS_IMAGE),$(LOCAL_NATS_IMAGE)) BUB_BIN_DIR=$(BIN)/image \
-	  $(GO) test -tags compose -count=1 -timeout 6m -v ./e2e/compose/
+	  $(GO) test -tags compose -count=1 -timeout 6m -v -run '^TestComposeCluster$$' ./e2e/compose/
+
+## e2e-cluster: the compose cluster profile (3 NATS servers, R3) under load while servers are killed, partitioned, rolled and replaced (BUB_CLUSTER_TURNS=500 BUB_CLUSTER_SESSIONS=50 per scenario)
+e2e-cluster: images nats-image
+	BUB_IMAGE=$(BUB_IMAGE) NATS_IMAGE=$(or $(NATS_IMAGE),$(LOCAL_NATS_IMAGE)) BUB_BIN_DIR=$(BIN)/image \
+	  $(GO) test -tags compose -count=1 -timeout 40m -v -run '^TestComposeClusterFaults$$' ./e2e/compose/
 
 ## chaos: the chaos suite on the built binaries (1,000 turns over 50 sessions; CI: BUB_CHAOS_TURNS=200 BUB_CHAOS_SESSIONS=10 BUB_CHAOS_RATE=25)
 chaos: build

@@ -415,3 +415,81 @@ func TestNATSConfigSyncFromEnv(t *testing.T) {
 		}
 	}
 }
+
+// TestNATSClusterConfig: nats/nats-cluster.conf is nats-server.conf (the
+// same users, JetStream and fsync) with the server name from
+// BUB_NATS_SERVER_NAME, routes to the three compose servers and lame
+// duck; three servers started from it (routes moved to loopback) form one
+// JetStream cluster that holds an R3 stream, and every role's user logs
+// in on each server.
+func TestNATSClusterConfig(t *testing.T) {
+	pw := map[string]string{}
+	for _, r := range roles {
+		pw[r] = "pw-" + r
+		t.Setenv("BUB_NATS_"+strings.ToUpper(r)+"_PASSWORD", pw[r])
+	}
+	t.Setenv("BUB_JS_SYNC", "always")
+	parse := func(name string) *server.Options {
+		t.Setenv("BUB_NATS_SERVER_NAME", name)
+		opts, err := server.ProcessConfigFile("nats/nats-cluster.conf")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return opts
+	}
+	single, err := server.ProcessConfigFile("nats/nats-server.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := parse("nats-2")
+	var routes []string
+	for _, u := range opts.Routes {
+		routes = append(routes, u.Host)
+	}
+	if opts.ServerName != "nats-2" || opts.Cluster.Name != "bub" || opts.Cluster.Port != 6222 ||
+		strings.Join(routes, ",") != "nats-1:6222,nats-2:6222,nats-3:6222" {
+		t.Errorf("server %q, cluster %q port %d, routes %v", opts.ServerName, opts.Cluster.Name, opts.Cluster.Port, routes)
+	}
+	if !opts.SyncAlways || opts.StoreDir != single.StoreDir || opts.HTTPPort != single.HTTPPort || len(opts.Users) != len(single.Users) || len(opts.Users) != len(roles) {
+		t.Errorf("not nats-server.conf's JetStream, monitoring and users: sync always %v, store %q, http %d, %d users (want %d)",
+			opts.SyncAlways, opts.StoreDir, opts.HTTPPort, len(opts.Users), len(single.Users))
+	}
+	if opts.LameDuckDuration != 30*time.Second || opts.LameDuckGracePeriod != 2*time.Second {
+		t.Errorf("lame duck %v, grace %v", opts.LameDuckDuration, opts.LameDuckGracePeriod)
+	}
+
+	cl := natstest.StartClusterWith(t, 3, func(i int) *server.Options {
+		o := parse(fmt.Sprintf("nats-%d", i+1))
+		o.HTTPPort, o.Port, o.StoreDir = 0, 0, ""
+		return o
+	})
+	admin, err := nats.Connect(cl.URL, nats.UserInfo("admin", pw["admin"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	js, _ := jetstream.New(admin)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "R3", Subjects: []string{"r3.>"}, Replicas: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, 30*time.Second, func() (bool, string) {
+		info, err := st.Info(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		return info.Cluster != nil && info.Cluster.Leader != "" && len(info.Cluster.Replicas) == 2, fmt.Sprintf("cluster %+v", info.Cluster)
+	})
+	for _, s := range cl.Servers {
+		for _, r := range roles {
+			nc, err := nats.Connect(s.URL, nats.UserInfo(r, pw[r]), nats.MaxReconnects(0))
+			if err != nil {
+				t.Errorf("%s on %s: %v", r, s.Name(), err)
+				continue
+			}
+			nc.Close()
+		}
+	}
+}

@@ -43,29 +43,11 @@ const (
 // TestComposeCluster is the compose end-to-end test (see the package doc).
 func TestComposeCluster(t *testing.T) {
 	start := time.Now()
-	c := newCluster(t)
+	c := newCluster(t, singleServer)
 	c.up()
 	base, natsURL := "http://"+c.port("ingress", "8080"), c.port("nats", "4222")
 
-	// The cluster is ready when ingress is ready and the three workers
-	// report healthy.
-	natstest.Eventually(t, 90*time.Second, func() (bool, string) {
-		resp, err := http.Get(base + "/readyz")
-		if err != nil {
-			return false, "ingress: " + err.Error()
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return false, "ingress: " + resp.Status
-		}
-		ids := c.workerContainers()
-		if len(ids) != 3 {
-			return false, fmt.Sprintf("%d worker containers", len(ids))
-		}
-		health := c.docker(append([]string{"inspect", "-f", "{{.State.Health.Status}}"}, ids...)...)
-		healthy := strings.Count(health, "healthy") - strings.Count(health, "unhealthy")
-		return len(ids) == 3 && healthy == 3, fmt.Sprintf("%d worker containers, health %q", len(ids), strings.Fields(health))
-	})
+	c.waitReady(base)
 	ready := time.Since(start)
 
 	// An observer (subscribe-only NATS user) sees every reply and run.
@@ -287,15 +269,36 @@ type cluster struct {
 	passwords map[string]string
 	natsImage string
 	bubBin    string
+	deploy    string   // the deploy directory
+	global    []string // compose options before the command
 }
 
-func newCluster(t *testing.T) *cluster {
+// clusterOpts shape a [cluster].
+type clusterOpts struct {
+	// project prefixes the compose project's name (the pid follows).
+	project string
+	// turnDelay is the fake model's answer time.
+	turnDelay string
+	// global are compose options before the command (--env-file, --profile).
+	global []string
+	// env is added to compose's environment.
+	env []string
+}
+
+// singleServer is deploy/compose.yaml as it is: one NATS server.
+var singleServer = clusterOpts{project: "bube2e", turnDelay: turnDelay}
+
+func newCluster(t *testing.T, o clusterOpts) *cluster {
 	t.Helper()
-	base, err := filepath.Abs(filepath.Join("..", "..", "deploy", "compose.yaml"))
+	deploy, err := filepath.Abs(filepath.Join("..", "..", "deploy"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &cluster{t: t, project: fmt.Sprintf("bube2e%d", os.Getpid()), passwords: map[string]string{}}
+	base := filepath.Join(deploy, "compose.yaml")
+	c := &cluster{t: t, project: fmt.Sprintf("%s%d", o.project, os.Getpid()), passwords: map[string]string{}, deploy: deploy}
+	for _, g := range o.global {
+		c.global = append(c.global, strings.ReplaceAll(g, "$DEPLOY", deploy))
+	}
 	switch {
 	case exec.Command("docker", "compose", "version").Run() == nil:
 		c.cmd = []string{"docker", "compose"}
@@ -313,7 +316,7 @@ func newCluster(t *testing.T) *cluster {
 	}
 	dir := t.TempDir()
 	script := filepath.Join(dir, "fakellm.json")
-	writeFile(t, script, fmt.Sprintf(`{"steps": [{"echo": true, "repeat": true, "delay": %q}]}`, turnDelay))
+	writeFile(t, script, fmt.Sprintf(`{"steps": [{"echo": true, "repeat": true, "delay": %q}]}`, o.turnDelay))
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -333,6 +336,7 @@ func newCluster(t *testing.T) *cluster {
 		// every service writes its spans to stdout, as JSON
 		"OTEL_TRACES_EXPORTER=console",
 	)
+	c.env = append(c.env, o.env...)
 	for _, role := range []string{"INGRESS", "WORKER", "RECORDER", "INTERCEPTOR", "OBSERVER", "ADMIN"} {
 		c.passwords[role] = randomHex(t)
 		c.env = append(c.env, "BUB_NATS_"+role+"_PASSWORD="+c.passwords[role])
@@ -359,11 +363,35 @@ func (c *cluster) up() {
 
 func (c *cluster) args(args ...string) []string {
 	out := append([]string(nil), c.cmd[1:]...)
+	out = append(out, c.global...)
 	out = append(out, "-p", c.project)
 	for _, f := range c.files {
 		out = append(out, "-f", f)
 	}
 	return append(out, args...)
+}
+
+// waitReady waits until ingress is ready and the three workers report
+// healthy.
+func (c *cluster) waitReady(base string) {
+	c.t.Helper()
+	natstest.Eventually(c.t, 3*time.Minute, func() (bool, string) {
+		resp, err := http.Get(base + "/readyz")
+		if err != nil {
+			return false, "ingress: " + err.Error()
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return false, "ingress: " + resp.Status
+		}
+		ids := c.workerContainers()
+		if len(ids) != 3 {
+			return false, fmt.Sprintf("%d worker containers", len(ids))
+		}
+		health := c.docker(append([]string{"inspect", "-f", "{{.State.Health.Status}}"}, ids...)...)
+		healthy := strings.Count(health, "healthy") - strings.Count(health, "unhealthy")
+		return len(ids) == 3 && healthy == 3, fmt.Sprintf("%d worker containers, health %q", len(ids), strings.Fields(health))
+	})
 }
 
 // compose runs a compose command and fails the test when it fails.

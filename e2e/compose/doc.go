@@ -6,6 +6,14 @@
 // message is answered and the load was shared, prints a summary and tears
 // everything down (compose down -v).
 //
+// TestComposeClusterFaults (`make e2e-cluster`) does the same with the
+// cluster profile (three NATS servers, R3 streams): it checks NATS micro
+// discovery of every service, then runs four fault scenarios under load
+// (internal/turnload: BUB_CLUSTER_TURNS over BUB_CLUSTER_SESSIONS each) —
+// stream leaders killed, a server partitioned, a rolling restart through
+// lame duck, a server's volume lost — each printing its summary line and
+// failing on any lost or duplicated reply or tape entry.
+//
 // The test is behind the "compose" build tag: it needs a Docker engine
 // and compose (the docker compose plugin or docker-compose v1, whichever
 // exists) and the images, so `go test ./...` does not build it. Variables:

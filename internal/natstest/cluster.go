@@ -25,6 +25,15 @@ type Cluster struct {
 // elected a meta leader and shuts them down when the test ends.
 func StartCluster(t testing.TB, size int) *Cluster {
 	t.Helper()
+	return StartClusterWith(t, size, func(int) *server.Options { return &server.Options{} })
+}
+
+// StartClusterWith is [StartCluster] with each server's options from
+// base(i) (i from 0), e.g. a parsed configuration file: the cluster's
+// listen address and routes are replaced by loopback ones, a missing
+// server name becomes n<i+1> and a missing cluster name "bub".
+func StartClusterWith(t testing.TB, size int, base func(i int) *server.Options) *Cluster {
+	t.Helper()
 	ports := make([]int, size)
 	for i := range ports {
 		ports[i] = freePort(t)
@@ -36,11 +45,15 @@ func StartCluster(t testing.TB, size int) *Cluster {
 	c := &Cluster{}
 	var urls []string
 	for i, p := range ports {
-		opts := &server.Options{
-			ServerName: fmt.Sprintf("n%d", i+1),
-			Cluster:    server.ClusterOpts{Name: "bub", Host: "127.0.0.1", Port: p},
-			Routes:     server.RoutesFromStr(strings.Join(routes, ",")),
+		opts := base(i)
+		if opts.ServerName == "" {
+			opts.ServerName = fmt.Sprintf("n%d", i+1)
 		}
+		if opts.Cluster.Name == "" {
+			opts.Cluster.Name = "bub"
+		}
+		opts.Cluster.Host, opts.Cluster.Port = "127.0.0.1", p
+		opts.Routes = server.RoutesFromStr(strings.Join(routes, ","))
 		s := StartWithOptions(t, opts)
 		c.Servers = append(c.Servers, s)
 		urls = append(urls, s.URL)
