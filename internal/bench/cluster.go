@@ -14,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/bubbus/bub/internal/natsx"
 )
@@ -120,10 +121,16 @@ func waitJetStream(ctx context.Context, url string) error {
 		return err
 	}
 	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
 	deadline := time.Now().Add(startTimeout)
 	for {
-		msg, err := nc.Request("$JS.API.INFO", nil, 2*time.Second)
-		if err == nil && !strings.Contains(string(msg.Data), `"error"`) {
+		attempt, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := js.AccountInfo(attempt)
+		cancel()
+		if err == nil {
 			return nil
 		}
 		if time.Now().After(deadline) {
