@@ -46,13 +46,7 @@ func StartCluster(t testing.TB, size int) *Cluster {
 		urls = append(urls, s.URL)
 	}
 	c.URL = strings.Join(urls, ",")
-	deadline := time.Now().Add(30 * time.Second)
-	for !c.ready() {
-		if time.Now().After(deadline) {
-			t.Fatal("natstest: the cluster elected no JetStream meta leader within 30s")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	c.waitReady(t)
 	return c
 }
 
@@ -70,6 +64,28 @@ func (c *Cluster) JetStream(t testing.TB) (*nats.Conn, jetstream.JetStream) {
 		t.Fatalf("natstest: jetstream: %v", err)
 	}
 	return nc, js
+}
+
+// Restart starts server i of c again (after it was shut down) on the same
+// ports, store and routes, and waits until the cluster is ready again.
+func (c *Cluster) Restart(t testing.TB, i int) *Server {
+	t.Helper()
+	c.Servers[i].WaitForShutdown()
+	c.Servers[i] = StartWithOptions(t, c.Servers[i].opts.Clone())
+	c.waitReady(t)
+	return c.Servers[i]
+}
+
+// waitReady waits up to 30s for [Cluster.ready].
+func (c *Cluster) waitReady(t testing.TB) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !c.ready() {
+		if time.Now().After(deadline) {
+			t.Fatal("natstest: the cluster elected no JetStream meta leader within 30s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // ready reports whether a meta leader exists and every server is current.
@@ -116,4 +132,29 @@ func (c *Cluster) StreamLeader(t testing.TB, js jetstream.JetStream, stream stri
 	}
 	t.Fatalf("natstest: stream %s has no leader within 30s", stream)
 	return nil
+}
+
+// WaitCurrent waits up to 30s until stream has a leader and every one of
+// its replicas is current (caught up with the leader).
+func (c *Cluster) WaitCurrent(t testing.TB, js jetstream.JetStream, stream string) {
+	t.Helper()
+	Eventually(t, 30*time.Second, func() (bool, string) {
+		st, err := js.Stream(t.Context(), stream)
+		if err != nil {
+			return false, err.Error()
+		}
+		info, err := st.Info(t.Context())
+		if err != nil {
+			return false, err.Error()
+		}
+		if info.Cluster == nil || info.Cluster.Leader == "" {
+			return false, stream + " has no leader"
+		}
+		for _, r := range info.Cluster.Replicas {
+			if !r.Current {
+				return false, fmt.Sprintf("%s replica %s is not current", stream, r.Name)
+			}
+		}
+		return len(info.Cluster.Replicas) == len(c.Servers)-1, fmt.Sprintf("%s has %d replicas besides its leader", stream, len(info.Cluster.Replicas))
+	})
 }

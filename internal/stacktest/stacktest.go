@@ -42,12 +42,18 @@ type Options struct {
 	MCP []mcptools.Server
 	// Workers is the number of worker instances (default 1).
 	Workers int
+	// Servers, when above 1, runs a JetStream cluster of that many
+	// servers ([natstest.StartCluster]) with every stream, bucket and
+	// shared consumer replicated on each, instead of one server.
+	Servers int
 }
 
 // Cluster is a running in-process cluster.
 type Cluster struct {
-	// NATS is the embedded server.
+	// NATS is the embedded server (the first one of a cluster).
 	NATS *natstest.Server
+	// Servers is the cluster of [Options.Servers] (nil for one server).
+	Servers *natstest.Cluster
 	// Conn is the test's own service connection.
 	Conn *service.Conn
 	// LLM is the fake model every worker calls.
@@ -65,9 +71,21 @@ func Start(t testing.TB, o Options) *Cluster {
 		o.Instance = "t"
 	}
 	o.Workers = max(o.Workers, 1)
-	srv := natstest.Start(t)
+	var (
+		srv     *natstest.Server
+		servers *natstest.Cluster
+		url     string
+	)
+	topo := natsx.Topology{MemoryStorage: true}
+	if o.Servers > 1 {
+		servers = natstest.StartCluster(t, o.Servers)
+		srv, url, topo.Replicas = servers.Servers[0], servers.URL, o.Servers
+	} else {
+		srv = natstest.Start(t)
+		url = srv.URL
+	}
 	fake, base := fakellm.Start(t, o.Script)
-	common := &cli.Common{Home: t.TempDir(), Prefix: "bub", LogLevel: "info", LogFormat: "text", NATS: natsx.ClientConfig{URL: srv.URL}}
+	common := &cli.Common{Home: t.TempDir(), Prefix: "bub", LogLevel: "info", LogFormat: "text", NATS: natsx.ClientConfig{URL: url}, Topology: topo}
 	if err := common.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +93,6 @@ func Start(t testing.TB, o Options) *Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	topo := natsx.Topology{MemoryStorage: true}
 	running, err := stack.StartServices(t.Context(), cl, stack.Services{
 		Workers: o.Workers,
 		Worker: workercmd.Options{Topology: topo, Instance: o.Instance, Workspace: t.TempDir(), Plugins: o.Plugins, Interceptors: o.Interceptors, MCP: o.MCP,
@@ -110,7 +127,7 @@ func Start(t testing.TB, o Options) *Cluster {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = gw.Close() })
-	return &Cluster{NATS: srv, Conn: conn, LLM: fake, Gateway: gw}
+	return &Cluster{NATS: srv, Servers: servers, Conn: conn, LLM: fake, Gateway: gw}
 }
 
 // Turn publishes env and returns its replies.

@@ -71,3 +71,27 @@ func (b Backoff) Do(ctx context.Context, deadline time.Time, onRetry func(attemp
 		wait = min(2*wait, b.Max)
 	}
 }
+
+// A long-running pull (jetstream.Consumer.Messages) parks its pull
+// request on the consumer's leader, which sends a heartbeat every
+// PullHeartbeat while it holds it. When that server is lost the request
+// is gone with it, and the client learns so only from two missed
+// heartbeats: then it pulls again, from the new leader. nats.go's default
+// heartbeat is half of the 30s expiry, so a pull noticed a leader change
+// only after 30s; with these the pull is renewed every PullExpiry and a
+// lost leader is noticed within 2 × PullHeartbeat.
+const (
+	PullExpiry    = 5 * time.Second
+	PullHeartbeat = time.Second
+)
+
+// PullOptions are the options of a long-running pull with up to
+// maxMessages in flight that rides out consumer leader changes (see
+// [PullHeartbeat]).
+func PullOptions(maxMessages int) []jetstream.PullMessagesOpt {
+	return []jetstream.PullMessagesOpt{
+		jetstream.PullMaxMessages(maxMessages),
+		jetstream.PullExpiry(PullExpiry),
+		jetstream.PullHeartbeat(PullHeartbeat),
+	}
+}

@@ -430,15 +430,27 @@ func fetchNoWait(cons jetstream.Consumer, want int) ([]jetstream.Msg, error) {
 	return nil, err
 }
 
-// readRetryBound bounds how long a read retries transient errors.
-const readRetryBound = 5 * time.Second
+// readRetryBound bounds how long a read retries transient errors: longer
+// than a stream leader election after a server loss (nats-server's
+// election timeout is 4–9s), so a read waits out the election instead of
+// failing its turn. readAttemptTimeout bounds each attempt: a request to
+// a leader that is gone is not answered, and would otherwise use the
+// JetStream API's 5s default.
+const (
+	readRetryBound     = 15 * time.Second
+	readAttemptTimeout = 2 * time.Second
+)
 
 // readRetry runs op, retrying transient JetStream errors (see
-// [jsretry.Transient]) from 10ms doubling to 250ms, for up to
-// [readRetryBound].
+// [jsretry.Transient]) from 10ms doubling to 250ms, each attempt within
+// [readAttemptTimeout], for up to [readRetryBound].
 func readRetry(ctx context.Context, op func(context.Context) error) error {
 	b := jsretry.Backoff{First: 10 * time.Millisecond, Max: 250 * time.Millisecond}
-	return b.Do(ctx, time.Now().Add(readRetryBound), nil, op)
+	return b.Do(ctx, time.Now().Add(readRetryBound), nil, func(ctx context.Context) error {
+		actx, cancel := context.WithTimeout(ctx, readAttemptTimeout)
+		defer cancel()
+		return op(actx)
+	})
 }
 
 // scanByGets is scan for a few messages: one message get per message is

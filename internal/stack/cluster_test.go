@@ -1,0 +1,230 @@
+package stack_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/bubbus/bub/internal/fakellm"
+	"github.com/bubbus/bub/internal/natstest"
+	"github.com/bubbus/bub/internal/stacktest"
+	"github.com/bubbus/bub/pkg/envelope"
+	"github.com/bubbus/bub/pkg/events"
+	"github.com/bubbus/bub/pkg/tape"
+)
+
+// recoveryGoal bounds the time from a stream leader's loss to the first
+// answered turn sent after it (issue 18).
+const recoveryGoal = 10 * time.Second
+
+// turnLoad sends turns on its sessions, one at a time per session (so
+// every turn after a session's first waits on the recorder to commit the
+// one before: read-your-writes), until stopped.
+type turnLoad struct {
+	c  *stacktest.Cluster
+	mu sync.Mutex
+	// answered is when each turn sent at sent[id] was answered.
+	sent, answered map[string]time.Time
+	failed         []string
+	wg             sync.WaitGroup
+	stop           atomic.Bool
+}
+
+func (l *turnLoad) start(t *testing.T, sessions int) {
+	for s := range sessions {
+		l.wg.Go(func() {
+			for i := 0; !l.stop.Load(); i++ {
+				id := fmt.Sprintf("s%d-t%03d", s, i)
+				if err := l.turn(t, id, fmt.Sprintf("ride:s%d", s)); err != nil {
+					l.mu.Lock()
+					l.failed = append(l.failed, fmt.Sprintf("%s: %v", id, err))
+					l.mu.Unlock()
+					return
+				}
+			}
+		})
+	}
+}
+
+func (l *turnLoad) turn(t *testing.T, id, session string) error {
+	env := &envelope.Envelope{ID: id, SessionID: session, Content: "turn " + id + ".", Channel: "test", ChatID: session}
+	await := l.c.Gateway.Expect(id)
+	l.mu.Lock()
+	l.sent[id] = time.Now()
+	l.mu.Unlock()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if _, err := l.c.Gateway.Publish(ctx, env); err != nil {
+		return fmt.Errorf("publish: %w", err)
+	}
+	outs, err := await(ctx)
+	if err != nil {
+		return fmt.Errorf("reply: %w", err)
+	}
+	if len(outs) != 1 || outs[0].Kind == envelope.KindError {
+		return fmt.Errorf("replies %+v, want one answer", outs)
+	}
+	l.mu.Lock()
+	l.answered[id] = time.Now()
+	l.mu.Unlock()
+	return nil
+}
+
+// firstAnsweredAfter returns when the first turn sent at or after t0 was
+// answered (zero while none was).
+func (l *turnLoad) firstAnsweredAfter(t0 time.Time) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var first time.Time
+	for id, at := range l.answered {
+		if !l.sent[id].Before(t0) && (first.IsZero() || at.Before(first)) {
+			first = at
+		}
+	}
+	return first
+}
+
+// TestRecoveryAfterLeaderLoss: on a 3-server cluster with R3 streams,
+// buckets and consumers, two workers and the recorder, turns run on six
+// sessions while the server leading BUB_INBOUND, then the one leading
+// BUB_EVENTS, then the one leading BUB_TAPES is shut down (and restarted
+// once a turn sent after the loss was answered). After each loss a turn
+// sent after it is answered within recoveryGoal; no turn waits on a
+// stale tape (no tape.stale event); every turn is answered exactly once
+// and is on its session's tape exactly once.
+func TestRecoveryAfterLeaderLoss(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a cluster with three leader losses")
+	}
+	c := stacktest.Start(t, stacktest.Options{Servers: 3, Workers: 2, Instance: "ride",
+		Script: fakellm.Script{Steps: []fakellm.Step{{Echo: true, Repeat: true, Delay: fakellm.Duration(50 * time.Millisecond)}}}})
+	names := c.Conn.Names
+	var stale atomic.Int64
+	sub, err := c.Conn.NC.Subscribe(names.EventsOfType(events.SubjectName(events.TypeTapeStale)), func(*nats.Msg) { stale.Add(1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	const sessions = 6
+	load := &turnLoad{c: c, sent: map[string]time.Time{}, answered: map[string]time.Time{}}
+	load.start(t, sessions)
+	// The turns already ran a while: every session has a finished turn.
+	natstest.Eventually(t, time.Minute, func() (bool, string) {
+		load.mu.Lock()
+		defer load.mu.Unlock()
+		return len(load.answered) >= 3*sessions, fmt.Sprintf("%d turns answered", len(load.answered))
+	})
+	for _, stream := range []string{names.InboundStream(), names.EventsStream(), names.TapesStream()} {
+		for _, s := range []string{names.InboundStream(), names.EventsStream(), names.TapesStream()} {
+			c.Servers.WaitCurrent(t, c.Conn.JS, s)
+		}
+		leader := c.Servers.StreamLeader(t, c.Conn.JS, stream)
+		i := serverIndex(c.Servers, leader)
+		t0 := time.Now()
+		leader.Shutdown()
+		var first time.Time
+		natstest.Eventually(t, 2*time.Minute, func() (bool, string) {
+			first = load.firstAnsweredAfter(t0)
+			return !first.IsZero(), fmt.Sprintf("no turn sent after %s's leader %s was shut down is answered", stream, leader.Name())
+		})
+		took := first.Sub(t0)
+		t.Logf("%s: leader %s shut down; the first turn sent afterwards answered after %v", stream, leader.Name(), took.Round(10*time.Millisecond))
+		if took > recoveryGoal {
+			t.Errorf("%s: first new turn answered %v after the leader loss, want at most %v", stream, took.Round(10*time.Millisecond), recoveryGoal)
+		}
+		// A few more turns on the two remaining servers, then the lost
+		// one comes back.
+		n := countAnswered(load)
+		natstest.Eventually(t, time.Minute, func() (bool, string) {
+			return countAnswered(load) >= n+sessions, "turns after the recovery"
+		})
+		c.Servers.Restart(t, i)
+	}
+	load.stop.Store(true)
+	load.wg.Wait()
+	if len(load.failed) > 0 {
+		t.Fatalf("%d turns failed: %s", len(load.failed), strings.Join(load.failed, "; "))
+	}
+	if n := stale.Load(); n != 0 {
+		t.Errorf("%d tape.stale events: turns waited on a stale tape", n)
+	}
+	checkExactlyOnce(t, c, load, sessions)
+}
+
+func countAnswered(l *turnLoad) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.answered)
+}
+
+func serverIndex(c *natstest.Cluster, s *natstest.Server) int {
+	for i, x := range c.Servers {
+		if x == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// checkExactlyOnce checks that the outbound stream holds one reply per
+// turn of load and each session's tape its user messages once each.
+func checkExactlyOnce(t *testing.T, c *stacktest.Cluster, load *turnLoad, sessions int) {
+	t.Helper()
+	names := c.Conn.Names
+	st, err := c.Conn.JS.Stream(t.Context(), names.OutboundStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	replies := map[string]int{}
+	for next := uint64(1); ; {
+		raw, err := st.GetMsg(t.Context(), next, jetstream.WithGetMsgSubject(names.OutboundAll()))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		next = raw.Sequence + 1
+		ev, err := events.Decode(raw.Header, raw.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var env envelope.Envelope
+		if err := events.DecodeData(ev, &env); err != nil {
+			t.Fatal(err)
+		}
+		replies[env.InReplyTo]++
+	}
+	onTape := map[string]int{}
+	for s := range sessions {
+		for _, e := range c.Tape(t, fmt.Sprintf("ride:s%d", s)) {
+			if e.Kind != tape.KindMessage || e.Payload["role"] != "user" {
+				continue
+			}
+			text := fmt.Sprint(e.Payload["content"])
+			if i := strings.Index(text, "turn "); i >= 0 {
+				id, _, _ := strings.Cut(text[i+len("turn "):], ".")
+				onTape[id]++
+			}
+		}
+	}
+	load.mu.Lock()
+	defer load.mu.Unlock()
+	for id := range load.answered {
+		if replies[id] != 1 {
+			t.Errorf("turn %s has %d replies, want 1", id, replies[id])
+		}
+		if onTape[id] != 1 {
+			t.Errorf("turn %s is %d times on its tape, want once", id, onTape[id])
+		}
+	}
+	t.Logf("%d turns answered, each once and once on its tape", len(load.answered))
+}
