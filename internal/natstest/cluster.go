@@ -134,27 +134,57 @@ func (c *Cluster) StreamLeader(t testing.TB, js jetstream.JetStream, stream stri
 	return nil
 }
 
-// WaitCurrent waits up to 30s until stream has a leader and every one of
-// its replicas is current (caught up with the leader).
-func (c *Cluster) WaitCurrent(t testing.TB, js jetstream.JetStream, stream string) {
+// WaitCurrent waits up to a minute until every stream (KV buckets
+// included) and every durable consumer has a leader and all its
+// replicas current (caught up with the leader), so that losing one more
+// server keeps each of them a quorum.
+func (c *Cluster) WaitCurrent(t testing.TB, js jetstream.JetStream) {
 	t.Helper()
-	Eventually(t, 30*time.Second, func() (bool, string) {
-		st, err := js.Stream(t.Context(), stream)
-		if err != nil {
-			return false, err.Error()
-		}
-		info, err := st.Info(t.Context())
-		if err != nil {
-			return false, err.Error()
-		}
-		if info.Cluster == nil || info.Cluster.Leader == "" {
-			return false, stream + " has no leader"
-		}
-		for _, r := range info.Cluster.Replicas {
-			if !r.Current {
-				return false, fmt.Sprintf("%s replica %s is not current", stream, r.Name)
+	Eventually(t, time.Minute, func() (bool, string) {
+		streams := js.ListStreams(t.Context())
+		for info := range streams.Info() {
+			if ok, why := current(info.Config.Name, info.Cluster, info.Config.Replicas); !ok {
+				return false, why
+			}
+			st, err := js.Stream(t.Context(), info.Config.Name)
+			if err != nil {
+				return false, err.Error()
+			}
+			consumers := st.ListConsumers(t.Context())
+			for ci := range consumers.Info() {
+				if ci.Config.Durable == "" {
+					continue
+				}
+				if ok, why := current(info.Config.Name+"/"+ci.Name, ci.Cluster, ci.Config.Replicas); !ok {
+					return false, why
+				}
+			}
+			if err := consumers.Err(); err != nil {
+				return false, err.Error()
 			}
 		}
-		return len(info.Cluster.Replicas) == len(c.Servers)-1, fmt.Sprintf("%s has %d replicas besides its leader", stream, len(info.Cluster.Replicas))
+		if err := streams.Err(); err != nil {
+			return false, err.Error()
+		}
+		return true, ""
 	})
+}
+
+// current reports whether a stream or consumer of replicas replicas has
+// a leader and every other replica current.
+func current(name string, ci *jetstream.ClusterInfo, replicas int) (bool, string) {
+	if replicas <= 1 {
+		return true, ""
+	}
+	if ci == nil || ci.Leader == "" {
+		return false, name + " has no leader"
+	}
+	n := 0
+	for _, r := range ci.Replicas {
+		if !r.Current || r.Offline {
+			return false, fmt.Sprintf("%s replica %s is not current", name, r.Name)
+		}
+		n++
+	}
+	return n == replicas-1, fmt.Sprintf("%s has %d of %d replicas", name, n+1, replicas)
 }

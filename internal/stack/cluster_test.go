@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/bubbus/bub/internal/fakellm"
 	"github.com/bubbus/bub/internal/natstest"
+	"github.com/bubbus/bub/internal/stack"
 	"github.com/bubbus/bub/internal/stacktest"
 	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/events"
@@ -104,11 +107,16 @@ func TestRecoveryAfterLeaderLoss(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a cluster with three leader losses")
 	}
+	start := time.Now()
 	c := stacktest.Start(t, stacktest.Options{Servers: 3, Workers: 2, Instance: "ride",
+		Log:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Script: fakellm.Script{Steps: []fakellm.Step{{Echo: true, Repeat: true, Delay: fakellm.Duration(50 * time.Millisecond)}}}})
 	names := c.Conn.Names
 	var stale atomic.Int64
-	sub, err := c.Conn.NC.Subscribe(names.EventsOfType(events.SubjectName(events.TypeTapeStale)), func(*nats.Msg) { stale.Add(1) })
+	sub, err := c.Conn.NC.Subscribe(names.EventsOfType(events.SubjectName(events.TypeTapeStale)), func(m *nats.Msg) {
+		stale.Add(1)
+		t.Logf("tape.stale at %v: %s", time.Since(start).Round(10*time.Millisecond), m.Data)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,12 +131,11 @@ func TestRecoveryAfterLeaderLoss(t *testing.T) {
 		return len(load.answered) >= 3*sessions, fmt.Sprintf("%d turns answered", len(load.answered))
 	})
 	for _, stream := range []string{names.InboundStream(), names.EventsStream(), names.TapesStream()} {
-		for _, s := range []string{names.InboundStream(), names.EventsStream(), names.TapesStream()} {
-			c.Servers.WaitCurrent(t, c.Conn.JS, s)
-		}
+		c.Servers.WaitCurrent(t, c.Conn.JS)
 		leader := c.Servers.StreamLeader(t, c.Conn.JS, stream)
 		i := serverIndex(c.Servers, leader)
 		t0 := time.Now()
+		t.Logf("%v: shutting down %s, leader of %s", time.Since(start).Round(10*time.Millisecond), leader.Name(), stream)
 		leader.Shutdown()
 		var first time.Time
 		natstest.Eventually(t, 2*time.Minute, func() (bool, string) {
@@ -156,6 +163,12 @@ func TestRecoveryAfterLeaderLoss(t *testing.T) {
 	if n := stale.Load(); n != 0 {
 		t.Errorf("%d tape.stale events: turns waited on a stale tape", n)
 	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	if err := stack.WaitRecorded(ctx, c.Conn); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%v: the recorder took every event", time.Since(start).Round(10*time.Millisecond))
 	checkExactlyOnce(t, c, load, sessions)
 }
 
@@ -227,4 +240,46 @@ func checkExactlyOnce(t *testing.T, c *stacktest.Cluster, load *turnLoad, sessio
 		}
 	}
 	t.Logf("%d turns answered, each once and once on its tape", len(load.answered))
+}
+
+// TestLameDuckMovesClients: on a 3-server cluster, while turns run, the
+// server most service connections are on enters lame-duck mode. Every
+// connection leaves it within 5s (before the server's 10s grace period
+// ends, so they moved themselves rather than being closed), and no turn
+// fails.
+func TestLameDuckMovesClients(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a cluster in lame-duck mode")
+	}
+	c := stacktest.Start(t, stacktest.Options{Servers: 3, Workers: 2, Instance: "ldm",
+		Script: fakellm.Script{Steps: []fakellm.Step{{Echo: true, Repeat: true, Delay: fakellm.Duration(50 * time.Millisecond)}}}})
+	const sessions = 4
+	load := &turnLoad{c: c, sent: map[string]time.Time{}, answered: map[string]time.Time{}}
+	load.start(t, sessions)
+	natstest.Eventually(t, time.Minute, func() (bool, string) {
+		return countAnswered(load) >= 2*sessions, "turns before the lame duck"
+	})
+	busiest := c.Servers.Servers[0]
+	for _, s := range c.Servers.Servers {
+		if s.NumClients() > busiest.NumClients() {
+			busiest = s
+		}
+	}
+	had := busiest.NumClients()
+	t0 := time.Now()
+	go busiest.LameDuckShutdown()
+	natstest.Eventually(t, 5*time.Second, func() (bool, string) {
+		return busiest.NumClients() == 0, fmt.Sprintf("%d of %d clients still on %s", busiest.NumClients(), had, busiest.Name())
+	})
+	t.Logf("%d clients left %s within %v of its lame-duck mode", had, busiest.Name(), time.Since(t0).Round(10*time.Millisecond))
+	n := countAnswered(load)
+	natstest.Eventually(t, time.Minute, func() (bool, string) {
+		return countAnswered(load) >= n+2*sessions, "turns after the lame duck"
+	})
+	load.stop.Store(true)
+	load.wg.Wait()
+	if len(load.failed) > 0 {
+		t.Fatalf("%d turns failed: %s", len(load.failed), strings.Join(load.failed, "; "))
+	}
+	t.Logf("%d turns answered, none failed", countAnswered(load))
 }

@@ -2,6 +2,7 @@ package stacktest
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -46,12 +47,21 @@ type Options struct {
 	// servers ([natstest.StartCluster]) with every stream, bucket and
 	// shared consumer replicated on each, instead of one server.
 	Servers int
+	// Domain, when set, puts the JetStream in a hub with that JetStream
+	// domain and connects every service to a leaf node of it (with a
+	// JetStream of its own), using the hub's through BUB_JS_DOMAIN
+	// ([natstest.StartHubAndLeaf]).
+	Domain string
+	// Log receives the services' logs (nil = discarded).
+	Log *slog.Logger
 }
 
 // Cluster is a running in-process cluster.
 type Cluster struct {
 	// NATS is the embedded server (the first one of a cluster).
 	NATS *natstest.Server
+	// Hub is the hub of [Options.Domain] (NATS is its leaf node).
+	Hub *natstest.Server
 	// Servers is the cluster of [Options.Servers] (nil for one server).
 	Servers *natstest.Cluster
 	// Conn is the test's own service connection.
@@ -72,20 +82,23 @@ func Start(t testing.TB, o Options) *Cluster {
 	}
 	o.Workers = max(o.Workers, 1)
 	var (
-		srv     *natstest.Server
-		servers *natstest.Cluster
-		url     string
+		srv, hub *natstest.Server
+		servers  *natstest.Cluster
+		url      string
 	)
 	topo := natsx.Topology{MemoryStorage: true}
 	if o.Servers > 1 {
 		servers = natstest.StartCluster(t, o.Servers)
 		srv, url, topo.Replicas = servers.Servers[0], servers.URL, o.Servers
+	} else if o.Domain != "" {
+		hub, srv = natstest.StartHubAndLeaf(t, o.Domain)
+		url = srv.URL
 	} else {
 		srv = natstest.Start(t)
 		url = srv.URL
 	}
 	fake, base := fakellm.Start(t, o.Script)
-	common := &cli.Common{Home: t.TempDir(), Prefix: "bub", LogLevel: "info", LogFormat: "text", NATS: natsx.ClientConfig{URL: url}, Topology: topo}
+	common := &cli.Common{Home: t.TempDir(), Prefix: "bub", LogLevel: "info", LogFormat: "text", NATS: natsx.ClientConfig{URL: url}, Topology: topo, JSDomain: o.Domain}
 	if err := common.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +111,7 @@ func Start(t testing.TB, o Options) *Cluster {
 		Worker: workercmd.Options{Topology: topo, Instance: o.Instance, Workspace: t.TempDir(), Plugins: o.Plugins, Interceptors: o.Interceptors, MCP: o.MCP,
 			Models: llm.Config{Model: "openai:fake", APIBase: base, APIKey: "x"}},
 		Recorder: &recordercmd.Options{Topology: topo, Instance: o.Instance},
-	}, nil)
+	}, o.Log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +140,7 @@ func Start(t testing.TB, o Options) *Cluster {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = gw.Close() })
-	return &Cluster{NATS: srv, Servers: servers, Conn: conn, LLM: fake, Gateway: gw}
+	return &Cluster{NATS: srv, Hub: hub, Servers: servers, Conn: conn, LLM: fake, Gateway: gw}
 }
 
 // Turn publishes env and returns its replies.
