@@ -139,6 +139,9 @@ func (c *Common) Validate() error {
 	if _, _, err := natsx.ParseSync(c.JSSync); err != nil {
 		errs = append(errs, fmt.Errorf("BUB_JS_SYNC: %w", err))
 	}
+	if strings.ContainsAny(c.JSDomain, ".*> \t\r\n") {
+		errs = append(errs, fmt.Errorf("BUB_JS_DOMAIN=%q: a JetStream domain is one subject token (no '.', '*', '>' or spaces)", c.JSDomain))
+	}
 	return errors.Join(errs...)
 }
 

@@ -430,7 +430,8 @@ func fetchNoWait(cons jetstream.Consumer, want int) ([]jetstream.Msg, error) {
 	return nil, err
 }
 
-// readRetryBound bounds how long a read retries transient errors: longer
+// readRetryBound bounds how long a read (or a checked publish) retries
+// transient errors: longer
 // than a stream leader election after a server loss (nats-server's
 // election timeout is 4–9s), so a read waits out the election instead of
 // failing its turn. readAttemptTimeout bounds each attempt: a request to
@@ -694,16 +695,25 @@ func (w *writer) publish(ctx context.Context, batch []Entry, from, to int, prev 
 	}
 	publishOne := func(i int) error {
 		m, id := msg(i)
-		ack, err := w.s.js.PublishMsg(ctx, m,
-			jetstream.WithMsgID(id),
-			jetstream.WithExpectLastSequencePerSubject(prev))
+		// Transient errors (the stream electing a leader) are retried
+		// with the same message id: an attempt that was stored although
+		// its answer got lost answers the next one as a duplicate.
+		var ack *jetstream.PubAck
+		attempts := 0
+		err := readRetry(ctx, func(ctx context.Context) (err error) {
+			attempts++
+			ack, err = w.s.js.PublishMsg(ctx, m,
+				jetstream.WithMsgID(id),
+				jetstream.WithExpectLastSequencePerSubject(prev))
+			return err
+		})
 		if isWrongLastSeq(err) && i == 0 {
 			return errTail
 		}
 		if err != nil {
 			return publishError(err)
 		}
-		if ack.Duplicate {
+		if ack.Duplicate && attempts == 1 {
 			return errRetry
 		}
 		prev = ack.Sequence
