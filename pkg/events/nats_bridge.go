@@ -13,7 +13,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/bubbus/bub/pkg/jsretry"
 	"github.com/bubbus/bub/pkg/subjects"
 )
 
@@ -356,11 +355,11 @@ func (b *Bridge) collect() {
 
 // await waits for p's acknowledgement until ackTimeout after it was sent.
 // An acknowledgement that is already in counts even when the collector
-// reaches it late. A publish that failed transiently (its connection
-// dropped, the stream had no leader: [jsretry.Transient] or
-// nats.ErrDisconnected) or is unanswered after [republishAfter] — its
+// reaches it late. A publish that failed because its connection dropped
+// (nats.ErrDisconnected) or is unanswered after [republishAfter] — its
 // stream leader was lost with it — is published again, the same message
-// with the same Nats-Msg-Id, so JetStream stores it once.
+// with the same Nats-Msg-Id, so JetStream stores it once. Other failures
+// (no stream: JetStream's own retries of it are over) are reported.
 func (b *Bridge) await(p pendingAck, timer *time.Timer) error {
 	select {
 	case <-p.future.Ok():
@@ -403,9 +402,7 @@ const republishAfter = 2 * time.Second
 
 // retryable reports whether a failed event publish is worth publishing
 // again.
-func retryable(err error) bool {
-	return errors.Is(err, nats.ErrDisconnected) || jsretry.Transient(err)
-}
+func retryable(err error) bool { return errors.Is(err, nats.ErrDisconnected) }
 
 // failed returns err as the failure to publish p.
 func (p pendingAck) failed(err error) error {
