@@ -69,7 +69,10 @@ type RuntimeOptions struct {
 	// last one has the highest priority); remote interceptors are plugins.
 	Plugins []hooks.Plugin
 	// ReadYourWrites bounds the wait for the recorder to commit a
-	// session's earlier turns before a turn reads its tape (5s).
+	// session's earlier turns before a turn reads its tape (12s: longer
+	// than a stream leader election after a server loss, 4–9s, plus the
+	// recorder noticing its new consumer leader, 2s; the wait ends as
+	// soon as the commit is in).
 	ReadYourWrites time.Duration
 	// CaptureContent puts prompts, responses and tool arguments and
 	// results on trace spans (BUB_OTEL_CAPTURE_CONTENT).
@@ -114,7 +117,7 @@ func NewRuntime(ctx context.Context, o RuntimeOptions) (_ *Runtime, err error) {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	if o.ReadYourWrites == 0 {
-		o.ReadYourWrites = 5 * time.Second
+		o.ReadYourWrites = 12 * time.Second
 	}
 	rt := &Runtime{o: o, log: o.Log}
 	router, err := providers.NewRouter(o.Models, llm.WithLogger(o.Log))
