@@ -120,6 +120,13 @@ func Start(t testing.TB, o Options) *Cluster {
 			t.Errorf("stopping the services: %v", err)
 		}
 	})
+	// Ready: every worker consumes (none is still provisioning).
+	natstest.Eventually(t, Wait, func() (bool, string) {
+		if err := running.Ready(t.Context()); err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	})
 	conn, err := cl.Connect(t.Context(), "stacktest")
 	if err != nil {
 		t.Fatal(err)

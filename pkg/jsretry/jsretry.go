@@ -20,11 +20,12 @@ const (
 )
 
 // Transient reports whether err is worth retrying while a cluster elects
-// leaders or several services update the topology at once: timeouts, no
-// responders, no response from the stream, JetStream 503s and "already
-// in progress".
+// leaders, a server leaves (the connection moves to another) or several
+// services update the topology at once: timeouts, a dropped connection,
+// no responders, no response from the stream, JetStream 503s and
+// "already in progress".
 func Transient(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrDisconnected) ||
 		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) {
 		return true
 	}
