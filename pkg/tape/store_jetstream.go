@@ -853,7 +853,11 @@ func (s *JetStreamStore) List(ctx context.Context) ([]string, error) {
 func (s *JetStreamStore) Index(ctx context.Context, tape string) (Index, error) {
 	for range maxReadAttempts {
 		ix := Index{Tape: tape}
-		e, err := s.kv.Get(ctx, subjects.Token(tape))
+		var e jetstream.KeyValueEntry
+		err := readRetry(ctx, func(ctx context.Context) (err error) {
+			e, err = s.kv.Get(ctx, subjects.Token(tape))
+			return err
+		})
 		switch {
 		case err == nil:
 			if ix, err = decodeIndex(tape, e); err != nil {
