@@ -170,6 +170,15 @@ func (c *cluster) startNATS() {
 		}
 	}
 	c.nats = proctest.Start(c.t, proctest.Binary(c.t, "bub"), append(env, "BUB_NATS_URL="), "up", "--services=", "--nats-listen", c.natsAddr, "--home", c.home)
+	c.waitJetStream("streams not ready", func(ctx context.Context, js jetstream.JetStream) error {
+		_, err := js.Stream(ctx, subjects.Default().InboundStream())
+		return err
+	})
+}
+
+// waitJetStream waits up to a minute until NATS answers and ready holds
+// on a fresh connection; missing says what is missing meanwhile.
+func (c *cluster) waitJetStream(missing string, ready func(ctx context.Context, js jetstream.JetStream) error) {
 	natstest.Eventually(c.t, 60*time.Second, func() (bool, string) {
 		nc, err := nats.Connect(c.natsURL, nats.MaxReconnects(0), nats.Timeout(time.Second))
 		if err != nil {
@@ -177,10 +186,10 @@ func (c *cluster) startNATS() {
 		}
 		defer nc.Close()
 		js, _ := jetstream.New(nc)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		_, err = js.Stream(ctx, subjects.Default().InboundStream())
-		return err == nil, fmt.Sprintf("nats up, streams not ready: %v", err)
+		err = ready(ctx, js)
+		return err == nil, fmt.Sprintf("nats up, %s: %v", missing, err)
 	})
 }
 
@@ -222,17 +231,9 @@ func (c *cluster) startServers() {
 	for _, s := range c.servers {
 		s.proc = proctest.Start(c.t, bin, nil, s.args...)
 	}
-	natstest.Eventually(c.t, 60*time.Second, func() (bool, string) {
-		nc, err := nats.Connect(c.natsURL, nats.MaxReconnects(0), nats.Timeout(time.Second))
-		if err != nil {
-			return false, "nats: " + err.Error()
-		}
-		defer nc.Close()
-		js, _ := jetstream.New(nc)
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_, err = js.AccountInfo(ctx)
-		return err == nil, fmt.Sprintf("cluster up, no JetStream yet: %v", err)
+	c.waitJetStream("no JetStream yet", func(ctx context.Context, js jetstream.JetStream) error {
+		_, err := js.AccountInfo(ctx)
+		return err
 	})
 	cmd := exec.Command(proctest.Binary(c.t, "bub"), "provision")
 	cmd.Env = append(os.Environ(), c.env...)
