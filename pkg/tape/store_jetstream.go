@@ -905,11 +905,19 @@ func (s *JetStreamStore) putIndex(ctx context.Context, ix Index, rev uint64) err
 		return fmt.Errorf("encoding index: %w", err)
 	}
 	key := subjects.Token(ix.Tape)
-	if rev == 0 {
-		rev, err = s.kv.Create(ctx, key, b)
-	} else {
-		rev, err = s.kv.Update(ctx, key, b, rev)
-	}
+	// Transient errors (the bucket electing a leader) are retried; when a
+	// lost answer hid a stored attempt, the next one meets the new
+	// revision and reports a conflict, which the caller resolves by
+	// reading the index again.
+	want := rev
+	err = readRetry(ctx, func(ctx context.Context) (err error) {
+		if want == 0 {
+			rev, err = s.kv.Create(ctx, key, b)
+		} else {
+			rev, err = s.kv.Update(ctx, key, b, want)
+		}
+		return err
+	})
 	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 		return errRetry
 	}
