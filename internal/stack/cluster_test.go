@@ -107,10 +107,11 @@ func (l *turnLoad) firstAnsweredAfter(t0 time.Time) time.Time {
 // buckets and consumers, two workers and the recorder, turns run on six
 // sessions while the server leading BUB_INBOUND, then the one leading
 // BUB_EVENTS, then the one leading BUB_TAPES is shut down (and restarted
-// once a turn sent after the loss was answered). After each loss a turn
-// sent after it is answered within recoveryGoal; no turn waits on a
-// stale tape (no tape.stale event); every turn is answered exactly once
-// and is on its session's tape exactly once.
+// once a turn sent after the loss was answered). After the inbound and
+// the events leader loss a turn sent after it is answered within
+// recoveryGoal and no turn reads a stale tape (no tape.stale event);
+// after the tapes leader loss within tapesRecoveryBound. Every turn is
+// answered exactly once and is on its session's tape exactly once.
 func TestRecoveryAfterLeaderLoss(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a cluster with three leader losses")
