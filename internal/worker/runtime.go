@@ -19,6 +19,7 @@ import (
 	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/events"
 	"github.com/bubbus/bub/pkg/hooks"
+	"github.com/bubbus/bub/pkg/jsretry"
 	"github.com/bubbus/bub/pkg/llm"
 	"github.com/bubbus/bub/pkg/llm/providers"
 	"github.com/bubbus/bub/pkg/pipeline"
@@ -406,7 +407,11 @@ func (rt *Runtime) LatestSwitches(ctx context.Context, session string) (tape.Swi
 	if rt.o.State == nil {
 		return sw, nil
 	}
-	e, err := rt.o.State.Get(ctx, rt.o.Names.SwitchesKey(session))
+	var e jetstream.KeyValueEntry
+	err := jsretry.Read(ctx, func(ctx context.Context) (err error) {
+		e, err = rt.o.State.Get(ctx, rt.o.Names.SwitchesKey(session))
+		return err
+	})
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
 		return sw, nil // none, or cleared by a tape reset
 	}

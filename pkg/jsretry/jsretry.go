@@ -96,3 +96,24 @@ func PullOptions(maxMessages int) []jetstream.PullMessagesOpt {
 		jetstream.PullHeartbeat(PullHeartbeat),
 	}
 }
+
+// ReadBound bounds how long [Read] retries: longer than a stream leader
+// election after a server loss (nats-server's election timeout is 4–9s).
+// ReadAttempt bounds each attempt: a request to a leader that is gone is
+// not answered, and would otherwise use the JetStream API's 5s default.
+const (
+	ReadBound   = 15 * time.Second
+	ReadAttempt = 2 * time.Second
+)
+
+// Read runs a read (or an idempotent write) op, retrying transient
+// errors from 10ms doubling to 250ms, each attempt within [ReadAttempt],
+// for up to [ReadBound]: it rides out a leader election.
+func Read(ctx context.Context, op func(context.Context) error) error {
+	b := Backoff{First: 10 * time.Millisecond, Max: 250 * time.Millisecond}
+	return b.Do(ctx, time.Now().Add(ReadBound), nil, func(ctx context.Context) error {
+		actx, cancel := context.WithTimeout(ctx, ReadAttempt)
+		defer cancel()
+		return op(actx)
+	})
+}

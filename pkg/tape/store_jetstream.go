@@ -342,7 +342,7 @@ func (s *JetStreamStore) readCommitted(ctx context.Context, ix Index, start uint
 // On a cluster the consumer is created on the stream leader and the other
 // servers learn of it a moment later, so a fetch through another server
 // can meet "no responders"; creating, fetching and message gets retry
-// such transient errors for up to [readRetryBound] (see [readRetry]).
+// such transient errors for up to [jsretry.ReadBound] (see [jsretry.Read]).
 func (s *JetStreamStore) scan(ctx context.Context, subj string, start, end uint64, limit int, fn func(seq uint64, msgID string, data []byte) error) error {
 	if start > end {
 		return nil
@@ -351,7 +351,7 @@ func (s *JetStreamStore) scan(ctx context.Context, subj string, start, end uint6
 		return s.scanByGets(ctx, subj, start, end, limit, fn)
 	}
 	var cons jetstream.Consumer
-	err := readRetry(ctx, func(ctx context.Context) (err error) {
+	err := jsretry.Read(ctx, func(ctx context.Context) (err error) {
 		cons, err = s.stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
 			DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
 			OptStartSeq:       start,
@@ -378,7 +378,7 @@ func (s *JetStreamStore) scan(ctx context.Context, subj string, start, end uint6
 			want = min(want, limit-n)
 		}
 		var msgs []jetstream.Msg
-		err := readRetry(ctx, func(context.Context) (err error) {
+		err := jsretry.Read(ctx, func(context.Context) (err error) {
 			msgs, err = fetchNoWait(cons, want)
 			return err
 		})
@@ -430,36 +430,12 @@ func fetchNoWait(cons jetstream.Consumer, want int) ([]jetstream.Msg, error) {
 	return nil, err
 }
 
-// readRetryBound bounds how long a read (or a checked publish) retries
-// transient errors: longer
-// than a stream leader election after a server loss (nats-server's
-// election timeout is 4–9s), so a read waits out the election instead of
-// failing its turn. readAttemptTimeout bounds each attempt: a request to
-// a leader that is gone is not answered, and would otherwise use the
-// JetStream API's 5s default.
-const (
-	readRetryBound     = 15 * time.Second
-	readAttemptTimeout = 2 * time.Second
-)
-
-// readRetry runs op, retrying transient JetStream errors (see
-// [jsretry.Transient]) from 10ms doubling to 250ms, each attempt within
-// [readAttemptTimeout], for up to [readRetryBound].
-func readRetry(ctx context.Context, op func(context.Context) error) error {
-	b := jsretry.Backoff{First: 10 * time.Millisecond, Max: 250 * time.Millisecond}
-	return b.Do(ctx, time.Now().Add(readRetryBound), nil, func(ctx context.Context) error {
-		actx, cancel := context.WithTimeout(ctx, readAttemptTimeout)
-		defer cancel()
-		return op(actx)
-	})
-}
-
 // scanByGets is scan for a few messages: one message get per message is
 // cheaper than creating, pulling from and deleting a consumer.
 func (s *JetStreamStore) scanByGets(ctx context.Context, subj string, start, end uint64, limit int, fn func(seq uint64, msgID string, data []byte) error) error {
 	for seq, n := start, 0; n < limit && seq <= end; n++ {
 		var m *jetstream.RawStreamMsg
-		err := readRetry(ctx, func(ctx context.Context) (err error) {
+		err := jsretry.Read(ctx, func(ctx context.Context) (err error) {
 			m, err = s.stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subj))
 			return err
 		})
@@ -700,7 +676,7 @@ func (w *writer) publish(ctx context.Context, batch []Entry, from, to int, prev 
 		// its answer got lost answers the next one as a duplicate.
 		var ack *jetstream.PubAck
 		attempts := 0
-		err := readRetry(ctx, func(ctx context.Context) (err error) {
+		err := jsretry.Read(ctx, func(ctx context.Context) (err error) {
 			attempts++
 			ack, err = w.s.js.PublishMsg(ctx, m,
 				jetstream.WithMsgID(id),
@@ -854,7 +830,7 @@ func (s *JetStreamStore) Index(ctx context.Context, tape string) (Index, error) 
 	for range maxReadAttempts {
 		ix := Index{Tape: tape}
 		var e jetstream.KeyValueEntry
-		err := readRetry(ctx, func(ctx context.Context) (err error) {
+		err := jsretry.Read(ctx, func(ctx context.Context) (err error) {
 			e, err = s.kv.Get(ctx, subjects.Token(tape))
 			return err
 		})
@@ -910,7 +886,7 @@ func (s *JetStreamStore) putIndex(ctx context.Context, ix Index, rev uint64) err
 	// revision and reports a conflict, which the caller resolves by
 	// reading the index again.
 	want := rev
-	err = readRetry(ctx, func(ctx context.Context) (err error) {
+	err = jsretry.Read(ctx, func(ctx context.Context) (err error) {
 		if want == 0 {
 			rev, err = s.kv.Create(ctx, key, b)
 		} else {
