@@ -827,7 +827,18 @@ func (s *JetStreamStore) List(ctx context.Context) ([]string, error) {
 
 // Index implements [Indexer].
 func (s *JetStreamStore) Index(ctx context.Context, tape string) (Index, error) {
-	for range maxReadAttempts {
+	// A replica that lags (just after a leader change) may answer an
+	// older revision for a while: ask again after a growing pause.
+	pause := 25 * time.Millisecond
+	for attempt := range 2 * maxReadAttempts {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return Index{}, fmt.Errorf("reading index of tape %q: %w", tape, ctx.Err())
+			case <-time.After(pause):
+			}
+			pause = min(2*pause, time.Second)
+		}
 		ix := Index{Tape: tape}
 		var e jetstream.KeyValueEntry
 		err := jsretry.Read(ctx, func(ctx context.Context) (err error) {
