@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,8 +37,11 @@ type cluster struct {
 	web      string
 	fake     *fakellm.Server
 
-	mu       sync.Mutex
-	nats     *proctest.Proc
+	mu   sync.Mutex
+	nats *proctest.Proc
+	// servers are the nats-server processes of a 3-server cluster
+	// (clusterOpts.servers), nil for `bub up`'s embedded one.
+	servers  []*natsServer
 	ingress  *proctest.Proc
 	workers  []*proctest.Proc
 	recorder *proctest.Proc
@@ -57,6 +63,10 @@ type clusterOpts struct {
 	env []string
 	// before runs once NATS is up, before the services start.
 	before func(*cluster)
+	// servers, when above 1, runs that many nats-server processes in one
+	// cluster (instead of `bub up`'s embedded server), with every stream,
+	// bucket and shared consumer replicated on each.
+	servers int
 }
 
 // newCluster starts NATS (`bub up --services=`), ingress, the workers and
@@ -69,13 +79,21 @@ func newCluster(t *testing.T, o clusterOpts) *cluster {
 	}})
 	c := &cluster{t: t, name: name, home: t.TempDir(), natsAddr: proctest.FreeAddr(t), fake: fake}
 	c.natsURL = "nats://" + c.natsAddr
+	if o.servers > 1 {
+		c.natsURL = c.planServers(o.servers)
+		extra = append([]string{"BUB_REPLICAS=" + strconv.Itoa(o.servers)}, extra...)
+	}
 	c.env = append([]string{
 		"BUB_NATS_URL=" + c.natsURL, "BUB_HOME=" + c.home,
 		"BUB_MODEL=openai:fake", "BUB_API_BASE=" + base, "BUB_API_KEY=x",
 		"BUB_ACK_WAIT=3s", "BUB_TURN_TTL=3s", "BUB_RECORDER_ACK_WAIT=5s", "BUB_SHUTDOWN_GRACE=5s",
 		"BUB_LOG_LEVEL=info",
 	}, extra...)
-	c.startNATS()
+	if o.servers > 1 {
+		c.startServers()
+	} else {
+		c.startNATS()
+	}
 	nc, err := nats.Connect(c.natsURL, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond), nats.RetryOnFailedConnect(true))
 	if err != nil {
 		t.Fatal(err)
@@ -126,6 +144,15 @@ func (c *cluster) startNATS() {
 		}
 	}
 	c.nats = proctest.Start(c.t, proctest.Binary(c.t, "bub"), append(env, "BUB_NATS_URL="), "up", "--services=", "--nats-listen", c.natsAddr, "--home", c.home)
+	c.waitJetStream("streams not ready", func(ctx context.Context, js jetstream.JetStream) error {
+		_, err := js.Stream(ctx, subjects.Default().InboundStream())
+		return err
+	})
+}
+
+// waitJetStream waits up to a minute until NATS answers and ready holds
+// on a fresh connection; missing says what is missing meanwhile.
+func (c *cluster) waitJetStream(missing string, ready func(ctx context.Context, js jetstream.JetStream) error) {
 	natstest.Eventually(c.t, 60*time.Second, func() (bool, string) {
 		nc, err := nats.Connect(c.natsURL, nats.MaxReconnects(0), nats.Timeout(time.Second))
 		if err != nil {
@@ -133,11 +160,90 @@ func (c *cluster) startNATS() {
 		}
 		defer nc.Close()
 		js, _ := jetstream.New(nc)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		_, err = js.Stream(ctx, subjects.Default().InboundStream())
-		return err == nil, fmt.Sprintf("nats up, streams not ready: %v", err)
+		err = ready(ctx, js)
+		return err == nil, fmt.Sprintf("nats up, %s: %v", missing, err)
 	})
+}
+
+// natsServer is one nats-server process of a cluster: its name and
+// arguments (the same on a restart: same ports and store).
+type natsServer struct {
+	name string
+	args []string
+	proc *proctest.Proc
+}
+
+// planServers picks the ports of n cluster servers and returns their
+// client URLs, comma-separated.
+func (c *cluster) planServers(n int) string {
+	var routes, urls []string
+	clusterAddrs := make([]string, n)
+	for i := range n {
+		clusterAddrs[i] = proctest.FreeAddr(c.t)
+		routes = append(routes, "nats-route://"+clusterAddrs[i])
+	}
+	for i := range n {
+		host, port, _ := strings.Cut(proctest.FreeAddr(c.t), ":")
+		chost, cport, _ := strings.Cut(clusterAddrs[i], ":")
+		name := fmt.Sprintf("n%d", i+1)
+		c.servers = append(c.servers, &natsServer{name: name, args: []string{
+			"--server_name", name, "-js", "-sd", c.t.TempDir(), "-a", host, "-p", port,
+			"--cluster_name", "chaos", "--cluster", "nats://" + chost + ":" + cport, "--routes", strings.Join(routes, ","),
+		}})
+		urls = append(urls, "nats://"+host+":"+port)
+	}
+	return strings.Join(urls, ",")
+}
+
+// startServers starts the cluster's nats-server processes, waits until
+// JetStream answers, and provisions the topology (`bub provision`, with
+// the services' BUB_REPLICAS) as an operator would.
+func (c *cluster) startServers() {
+	bin := proctest.Build(c.t, "github.com/nats-io/nats-server/v2")
+	for _, s := range c.servers {
+		s.proc = proctest.Start(c.t, bin, nil, s.args...)
+	}
+	c.waitJetStream("no JetStream yet", func(ctx context.Context, js jetstream.JetStream) error {
+		_, err := js.AccountInfo(ctx)
+		return err
+	})
+	cmd := exec.Command(proctest.Binary(c.t, "bub"), "provision")
+	cmd.Env = append(os.Environ(), c.env...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		c.t.Fatalf("bub provision: %v\n%s", err, out)
+	}
+}
+
+// restartServer SIGKILLs the server named name and starts it again on the
+// same ports and store after down.
+func (c *cluster) restartServer(name string, down time.Duration) {
+	for _, s := range c.servers {
+		if s.name != name {
+			continue
+		}
+		s.proc.Kill()
+		turnload.Sleep(context.Background(), down)
+		s.proc = proctest.Start(c.t, proctest.Build(c.t, "github.com/nats-io/nats-server/v2"), nil, s.args...)
+		return
+	}
+	c.t.Errorf("no server %s", name)
+}
+
+// streamLeader returns the server name leading stream ("" when unknown).
+func (c *cluster) streamLeader(stream string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := c.js.Stream(ctx, stream)
+	if err != nil {
+		return ""
+	}
+	info, err := st.Info(ctx)
+	if err != nil || info.Cluster == nil {
+		return ""
+	}
+	return info.Cluster.Leader
 }
 
 func (c *cluster) addWorker() {
@@ -246,6 +352,31 @@ func TestChaosRestartNATS(t *testing.T) {
 		c.nats.Kill()
 		turnload.Sleep(context.Background(), 2*time.Second)
 		c.startNATS()
+		p.Mark()
+		return 1
+	})
+}
+
+// TestChaosClusterLeaderLoss runs three nats-server processes in one
+// cluster with every stream, bucket and shared consumer at three
+// replicas, three workers and the recorder. 40% into the load the server
+// leading the inbound stream is killed (SIGKILL) and restarted on the
+// same ports and store three seconds later.
+func TestChaosClusterLeaderLoss(t *testing.T) {
+	l := turnload.FromEnv(t, "BUB_CHAOS", turnload.Load{Turns: 1000, Sessions: 50, Rate: 50})
+	c := newCluster(t, clusterOpts{name: "cluster", workers: 3, servers: 3})
+	turnload.Run(t, "chaos", c.target(), l, func(ctx context.Context, p *turnload.Pace) int {
+		if !p.WaitFor(ctx, 0.4) {
+			return 0
+		}
+		leader := c.streamLeader(subjects.Default().InboundStream())
+		if leader == "" {
+			t.Error("the inbound stream has no leader")
+			return 0
+		}
+		p.Mark()
+		t.Logf("killing %s, leader of %s", leader, subjects.Default().InboundStream())
+		c.restartServer(leader, 3*time.Second)
 		p.Mark()
 		return 1
 	})

@@ -103,7 +103,7 @@ func TestCommandsAndTurnsAlternateWithoutStaleWaits(t *testing.T) {
 		status, r, err := postCtx(ctx, base, map[string]any{"content": line, "session_id": "ryw:cmd"}, "30s")
 		cancel()
 		if err != nil {
-			t.Fatalf("%q did not answer within 2.5s (the read-your-writes bound is 5s): %v", line, err)
+			t.Fatalf("%q did not answer within 2.5s (the read-your-writes bound is 12s): %v", line, err)
 		}
 		if status != 200 || len(r.Outbounds) != 1 {
 			t.Fatalf("%q: %d %+v", line, status, r)

@@ -56,7 +56,7 @@ func watchLive(ctx context.Context, r *Registry) (*live, error) {
 	}
 	l := &live{
 		nc:        r.js.Conn(),
-		directGet: r.names.DirectGet(r.names.KVStream(r.bucket)),
+		directGet: r.names.DirectGet(r.js.Options().Domain, r.names.KVStream(r.bucket)),
 		pattern: func(session string) string {
 			return r.names.KVKeySubject(r.bucket, r.names.TurnKeysOfSession(session))
 		},

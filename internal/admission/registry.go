@@ -253,7 +253,7 @@ func (r *Registry) hold(ctx context.Context, key string, v any) (*lease, error) 
 // Put cannot set a TTL, so it publishes to the key's subject with a
 // message TTL.
 func (l *lease) beat(ctx context.Context) error {
-	_, err := l.r.js.Publish(ctx, l.r.names.KVKeySubject(l.r.bucket, l.key), l.val, jetstream.WithMsgTTL(l.r.ttl))
+	_, err := l.r.js.Publish(ctx, l.r.names.KVPut(l.r.js.Options().Domain, l.r.bucket, l.key), l.val, jetstream.WithMsgTTL(l.r.ttl))
 	return err
 }
 
@@ -267,7 +267,7 @@ func (l *lease) beatAsync() (jetstream.PubAckFuture, error) {
 	if l.stopped {
 		return nil, nil
 	}
-	return l.r.js.PublishAsync(l.r.names.KVKeySubject(l.r.bucket, l.key), l.val, jetstream.WithMsgTTL(l.r.ttl))
+	return l.r.js.PublishAsync(l.r.names.KVPut(l.r.js.Options().Domain, l.r.bucket, l.key), l.val, jetstream.WithMsgTTL(l.r.ttl))
 }
 
 // stop ends the heartbeats and keeps the key until its TTL runs out (a
@@ -338,7 +338,7 @@ func (r *Registry) MarkDone(ctx context.Context, envelope string, sent []replies
 	if err != nil {
 		return err
 	}
-	_, err = r.js.Publish(ctx, r.names.KVKeySubject(r.bucket, r.names.DoneKey(envelope)), value, jetstream.WithMsgTTL(r.doneTTL))
+	_, err = r.js.Publish(ctx, r.names.KVPut(r.js.Options().Domain, r.bucket, r.names.DoneKey(envelope)), value, jetstream.WithMsgTTL(r.doneTTL))
 	return err
 }
 
@@ -349,7 +349,7 @@ const queuedTTL = time.Hour
 
 // markQueued records that the steering message at seq of session waits.
 func (r *Registry) markQueued(ctx context.Context, session string, seq uint64) error {
-	_, err := r.js.Publish(ctx, r.names.KVKeySubject(r.bucket, r.names.SteerQueuedKey(session, seq)), nil, jetstream.WithMsgTTL(queuedTTL))
+	_, err := r.js.Publish(ctx, r.names.KVPut(r.js.Options().Domain, r.bucket, r.names.SteerQueuedKey(session, seq)), nil, jetstream.WithMsgTTL(queuedTTL))
 	return err
 }
 

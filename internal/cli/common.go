@@ -52,6 +52,10 @@ type Common struct {
 	// (BUB_JS_SYNC: "always" or a duration; empty = the server's 2m), see
 	// natsx.ParseSync.
 	JSSync string
+	// JSDomain is the JetStream domain every JetStream context uses
+	// (BUB_JS_DOMAIN, --js-domain; empty = the local one): set it on a
+	// leaf node whose streams and buckets live in a hub's domain.
+	JSDomain string
 
 	replicas      int
 	noProvision   bool
@@ -91,6 +95,7 @@ func (c *Common) Bind(fs *pflag.FlagSet, getenv Getenv) {
 	fs.StringVar(&c.LogLevel, "log-level", EnvOr(getenv, "BUB_LOG_LEVEL", level), "debug, info, warn or error (env BUB_LOG_LEVEL)")
 	fs.StringVar(&c.LogFormat, "log-format", EnvOr(getenv, "BUB_LOG_FORMAT", "text"), "text or json (env BUB_LOG_FORMAT)")
 	c.JSSync = getenv("BUB_JS_SYNC")
+	fs.StringVar(&c.JSDomain, "js-domain", getenv("BUB_JS_DOMAIN"), "JetStream domain of the streams and buckets, for services on a leaf node of a hub that holds them (env BUB_JS_DOMAIN)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", getenv("BUB_METRICS_ADDR"), "serve Prometheus /metrics and /healthz on this address, e.g. :9464 (env BUB_METRICS_ADDR)")
 }
 
@@ -133,6 +138,9 @@ func (c *Common) Validate() error {
 	}
 	if _, _, err := natsx.ParseSync(c.JSSync); err != nil {
 		errs = append(errs, fmt.Errorf("BUB_JS_SYNC: %w", err))
+	}
+	if strings.ContainsAny(c.JSDomain, ".*> \t\r\n") {
+		errs = append(errs, fmt.Errorf("BUB_JS_DOMAIN=%q: a JetStream domain is one subject token (no '.', '*', '>' or spaces)", c.JSDomain))
 	}
 	return errors.Join(errs...)
 }

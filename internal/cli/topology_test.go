@@ -8,9 +8,10 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// TestTopologySettings: BUB_REPLICAS, BUB_PLACEMENT_*, BUB_PROVISION and
-// BUB_JS_SYNC reach the topology, --replicas and --no-provision beat
-// them, and bad values are refused with the variable named.
+// TestTopologySettings: BUB_REPLICAS, BUB_PLACEMENT_*, BUB_PROVISION,
+// BUB_JS_SYNC and BUB_JS_DOMAIN reach the topology, --replicas,
+// --no-provision and --js-domain beat them, and bad values are refused
+// with the variable named.
 func TestTopologySettings(t *testing.T) {
 	parse := func(env map[string]string, args ...string) (*Common, error) {
 		getenv := func(k string) string { return env[k] }
@@ -29,6 +30,17 @@ func TestTopologySettings(t *testing.T) {
 	}
 	if tp := c.Topology; tp.Replicas != 3 || !tp.NoProvision || tp.Placement == nil || tp.Placement.Cluster != "east" || !slices.Equal(tp.Placement.Tags, []string{"ssd", "az1"}) || c.JSSync != "always" {
 		t.Errorf("from the environment: %+v %+v sync %q", tp, tp.Placement, c.JSSync)
+	}
+	c, err = parse(map[string]string{"BUB_JS_DOMAIN": "hub"})
+	if err != nil || c.JSDomain != "hub" {
+		t.Errorf("BUB_JS_DOMAIN=hub: domain %q, %v", c.JSDomain, err)
+	}
+	c, err = parse(map[string]string{"BUB_JS_DOMAIN": "hub"}, "--js-domain", "edge")
+	if err != nil || c.JSDomain != "edge" {
+		t.Errorf("--js-domain edge: domain %q, %v", c.JSDomain, err)
+	}
+	if _, err := parse(map[string]string{"BUB_JS_DOMAIN": "a.b"}); err == nil || !strings.Contains(err.Error(), "BUB_JS_DOMAIN") {
+		t.Errorf("BUB_JS_DOMAIN=a.b: %v", err)
 	}
 	c, err = parse(map[string]string{"BUB_REPLICAS": "3"}, "--replicas", "5", "--no-provision")
 	if err != nil || c.Topology.Replicas != 5 || !c.Topology.NoProvision {

@@ -18,6 +18,7 @@ import (
 	"github.com/bubbus/bub/pkg/channels"
 	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/events"
+	"github.com/bubbus/bub/pkg/jsretry"
 )
 
 // Delivery marks in the delivered bucket, per outbound id and channel.
@@ -83,7 +84,7 @@ func (g *Gateway) deliver(ctx context.Context, channel string, sender channels.S
 	if err != nil {
 		return nil, err
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(2*o.Concurrency), jetstream.PullExpiry(5*time.Second))
+	it, err := cons.Messages(jsretry.PullOptions(2 * o.Concurrency)...)
 	if err != nil {
 		stopWatch()
 		return nil, fmt.Errorf("consuming outbound of %s: %w", channel, err)

@@ -59,13 +59,7 @@ func StartClusterWith(t testing.TB, size int, base func(i int) *server.Options) 
 		urls = append(urls, s.URL)
 	}
 	c.URL = strings.Join(urls, ",")
-	deadline := time.Now().Add(30 * time.Second)
-	for !c.ready() {
-		if time.Now().After(deadline) {
-			t.Fatal("natstest: the cluster elected no JetStream meta leader within 30s")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	c.waitReady(t)
 	return c
 }
 
@@ -83,6 +77,28 @@ func (c *Cluster) JetStream(t testing.TB) (*nats.Conn, jetstream.JetStream) {
 		t.Fatalf("natstest: jetstream: %v", err)
 	}
 	return nc, js
+}
+
+// Restart starts server i of c again (after it was shut down) on the same
+// ports, store and routes, and waits until the cluster is ready again.
+func (c *Cluster) Restart(t testing.TB, i int) *Server {
+	t.Helper()
+	c.Servers[i].WaitForShutdown()
+	c.Servers[i] = StartWithOptions(t, c.Servers[i].opts.Clone())
+	c.waitReady(t)
+	return c.Servers[i]
+}
+
+// waitReady waits up to 30s for [Cluster.ready].
+func (c *Cluster) waitReady(t testing.TB) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !c.ready() {
+		if time.Now().After(deadline) {
+			t.Fatal("natstest: the cluster elected no JetStream meta leader within 30s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // ready reports whether a meta leader exists and every server is current.
@@ -129,4 +145,59 @@ func (c *Cluster) StreamLeader(t testing.TB, js jetstream.JetStream, stream stri
 	}
 	t.Fatalf("natstest: stream %s has no leader within 30s", stream)
 	return nil
+}
+
+// WaitCurrent waits up to a minute until every stream (KV buckets
+// included) and every durable consumer has a leader and all its
+// replicas current (caught up with the leader), so that losing one more
+// server keeps each of them a quorum.
+func (c *Cluster) WaitCurrent(t testing.TB, js jetstream.JetStream) {
+	t.Helper()
+	Eventually(t, time.Minute, func() (bool, string) {
+		streams := js.ListStreams(t.Context())
+		for info := range streams.Info() {
+			if ok, why := current(info.Config.Name, info.Cluster, info.Config.Replicas); !ok {
+				return false, why
+			}
+			st, err := js.Stream(t.Context(), info.Config.Name)
+			if err != nil {
+				return false, err.Error()
+			}
+			consumers := st.ListConsumers(t.Context())
+			for ci := range consumers.Info() {
+				if ci.Config.Durable == "" {
+					continue
+				}
+				if ok, why := current(info.Config.Name+"/"+ci.Name, ci.Cluster, ci.Config.Replicas); !ok {
+					return false, why
+				}
+			}
+			if err := consumers.Err(); err != nil {
+				return false, err.Error()
+			}
+		}
+		if err := streams.Err(); err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	})
+}
+
+// current reports whether a stream or consumer of replicas replicas has
+// a leader and every other replica current.
+func current(name string, ci *jetstream.ClusterInfo, replicas int) (bool, string) {
+	if replicas <= 1 {
+		return true, ""
+	}
+	if ci == nil || ci.Leader == "" {
+		return false, name + " has no leader"
+	}
+	n := 0
+	for _, r := range ci.Replicas {
+		if !r.Current || r.Offline {
+			return false, fmt.Sprintf("%s replica %s is not current", name, r.Name)
+		}
+		n++
+	}
+	return n == replicas-1, fmt.Sprintf("%s has %d of %d replicas", name, n+1, replicas)
 }

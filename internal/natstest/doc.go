@@ -3,5 +3,6 @@
 // t.Cleanup. No test in this repository mocks NATS.
 //
 // Start with [Start], then [Server.Conn] and [Server.JetStream];
-// [StartCluster] runs a JetStream cluster of in-process servers.
+// [StartCluster] runs a JetStream cluster of in-process servers;
+// [StartHubAndLeaf] a hub with a JetStream domain and a leaf node of it.
 package natstest

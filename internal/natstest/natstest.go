@@ -1,6 +1,7 @@
 package natstest
 
 import (
+	"net"
 	"testing"
 	"time"
 
@@ -16,6 +17,8 @@ type Server struct {
 	URL string
 	// StoreDir is the JetStream store directory.
 	StoreDir string
+
+	opts *server.Options // as started, with the port it listens on
 }
 
 // Start runs a JetStream-enabled nats-server on a random loopback port with
@@ -42,7 +45,7 @@ func StartWithOptions(t testing.TB, opts *server.Options) *Server {
 	opts.JetStream = true
 	opts.NoSigs = true
 	opts.NoLog = true
-	s, err := server.NewServer(opts)
+	s, err := server.NewServer(opts.Clone())
 	if err != nil {
 		t.Fatalf("natstest: new server: %v", err)
 	}
@@ -55,7 +58,9 @@ func StartWithOptions(t testing.TB, opts *server.Options) *Server {
 		s.Shutdown()
 		s.WaitForShutdown()
 	})
-	return &Server{Server: s, URL: s.ClientURL(), StoreDir: opts.StoreDir}
+	started := opts.Clone()
+	started.Port = s.Addr().(*net.TCPAddr).Port
+	return &Server{Server: s, URL: s.ClientURL(), StoreDir: opts.StoreDir, opts: started}
 }
 
 // Conn returns a client connection closed when the test ends.

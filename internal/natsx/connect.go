@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // ClientConfig says how to reach NATS. The zero value connects nowhere:
@@ -69,8 +71,34 @@ func (c ClientConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
+// Reconnect backoff: after every server of the list failed once, the
+// client waits ReconnectFirst, doubling each round up to ReconnectMax,
+// plus a random jitter of up to a quarter of that, so the clients of a
+// lost server do not all come back at the same instant.
+const (
+	ReconnectFirst = 250 * time.Millisecond
+	ReconnectMax   = 5 * time.Second
+)
+
+// lameDuckJitter bounds the random wait before a connection to a server
+// in lame-duck mode moves to another one.
+const lameDuckJitter = time.Second
+
+// ReconnectDelay is the wait before reconnect round attempts (1, 2, …):
+// [ReconnectFirst] doubled per round up to [ReconnectMax], plus up to 25%
+// jitter.
+func ReconnectDelay(attempts int) time.Duration {
+	d := ReconnectMax
+	if attempts < 16 {
+		d = min(ReconnectFirst<<max(attempts-1, 0), ReconnectMax)
+	}
+	return d + rand.N(d/4+1)
+}
+
 // Options returns the nats.Options of c: credentials, TLS, and reconnect
-// forever with the connection events logged.
+// forever with backoff and jitter ([ReconnectDelay]), with the connection
+// events logged. A server entering lame-duck mode (shutting down soon)
+// makes the connection move to another server of the cluster at once.
 func (c ClientConfig) Options(log *slog.Logger) ([]nats.Option, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -78,8 +106,14 @@ func (c ClientConfig) Options(log *slog.Logger) ([]nats.Option, error) {
 	opts := []nats.Option{
 		nats.Name(c.Name),
 		nats.MaxReconnects(-1),
-		nats.ReconnectWait(250 * time.Millisecond),
+		nats.CustomReconnectDelay(ReconnectDelay),
 		nats.RetryOnFailedConnect(true),
+		nats.LameDuckModeHandler(func(nc *nats.Conn) {
+			log.Info("nats.lame_duck", "url", nc.ConnectedUrlRedacted())
+			// The server no longer accepts clients: reconnecting now lands
+			// on another one. The jitter spreads the clients out.
+			time.AfterFunc(rand.N(lameDuckJitter), func() { _ = nc.ForceReconnect() })
+		}),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
 				log.Warn("nats.disconnected", "err", err)
@@ -163,4 +197,15 @@ func Reachable(url string, timeout time.Duration) bool {
 	}
 	nc.Close()
 	return true
+}
+
+// JetStream returns the JetStream context of nc in domain (empty = the
+// domain of the server nc is connected to): every JetStream API request,
+// KV put and direct get of a leaf-node deployment goes to the hub's
+// domain this way (BUB_JS_DOMAIN).
+func JetStream(nc *nats.Conn, domain string) (jetstream.JetStream, error) {
+	if domain == "" {
+		return jetstream.New(nc)
+	}
+	return jetstream.NewWithDomain(nc, domain)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/bubbus/bub/internal/dlq"
+	"github.com/bubbus/bub/pkg/jsretry"
 	"github.com/bubbus/bub/pkg/subjects"
 	"github.com/bubbus/bub/pkg/tape"
 )
@@ -76,7 +77,7 @@ func (r *Recorder) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("binding recorder consumer: %w", err)
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(2048))
+	it, err := cons.Messages(jsretry.PullOptions(2048)...)
 	if err != nil {
 		return fmt.Errorf("consuming events: %w", err)
 	}

@@ -47,9 +47,10 @@ func Dial(ctx context.Context, common *cli.Common, name string, log *slog.Logger
 }
 
 // NewConn returns the Conn of nc (a dialled or an in-process connection)
-// with common's names and topology. On error it closes nc.
+// with common's names and topology, its JetStream in common's JetStream
+// domain. On error it closes nc.
 func NewConn(nc *nats.Conn, common *cli.Common) (*Conn, error) {
-	js, err := jetstream.New(nc)
+	js, err := natsx.JetStream(nc, common.JSDomain)
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("jetstream: %w", err)

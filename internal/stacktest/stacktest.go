@@ -2,6 +2,7 @@ package stacktest
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -42,12 +43,27 @@ type Options struct {
 	MCP []mcptools.Server
 	// Workers is the number of worker instances (default 1).
 	Workers int
+	// Servers, when above 1, runs a JetStream cluster of that many
+	// servers ([natstest.StartCluster]) with every stream, bucket and
+	// shared consumer replicated on each, instead of one server.
+	Servers int
+	// Domain, when set, puts the JetStream in a hub with that JetStream
+	// domain and connects every service to a leaf node of it (with a
+	// JetStream of its own), using the hub's through BUB_JS_DOMAIN
+	// ([natstest.StartHubAndLeaf]).
+	Domain string
+	// Log receives the services' logs (nil = discarded).
+	Log *slog.Logger
 }
 
 // Cluster is a running in-process cluster.
 type Cluster struct {
-	// NATS is the embedded server.
+	// NATS is the embedded server (the first one of a cluster).
 	NATS *natstest.Server
+	// Hub is the hub of [Options.Domain] (NATS is its leaf node).
+	Hub *natstest.Server
+	// Servers is the cluster of [Options.Servers] (nil for one server).
+	Servers *natstest.Cluster
 	// Conn is the test's own service connection.
 	Conn *service.Conn
 	// LLM is the fake model every worker calls.
@@ -65,9 +81,24 @@ func Start(t testing.TB, o Options) *Cluster {
 		o.Instance = "t"
 	}
 	o.Workers = max(o.Workers, 1)
-	srv := natstest.Start(t)
+	var (
+		srv, hub *natstest.Server
+		servers  *natstest.Cluster
+		url      string
+	)
+	topo := natsx.Topology{MemoryStorage: true}
+	if o.Servers > 1 {
+		servers = natstest.StartCluster(t, o.Servers)
+		srv, url, topo.Replicas = servers.Servers[0], servers.URL, o.Servers
+	} else if o.Domain != "" {
+		hub, srv = natstest.StartHubAndLeaf(t, o.Domain)
+		url = srv.URL
+	} else {
+		srv = natstest.Start(t)
+		url = srv.URL
+	}
 	fake, base := fakellm.Start(t, o.Script)
-	common := &cli.Common{Home: t.TempDir(), Prefix: "bub", LogLevel: "info", LogFormat: "text", NATS: natsx.ClientConfig{URL: srv.URL}}
+	common := &cli.Common{Home: t.TempDir(), Prefix: "bub", LogLevel: "info", LogFormat: "text", NATS: natsx.ClientConfig{URL: url}, Topology: topo, JSDomain: o.Domain}
 	if err := common.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -75,13 +106,12 @@ func Start(t testing.TB, o Options) *Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	topo := natsx.Topology{MemoryStorage: true}
 	running, err := stack.StartServices(t.Context(), cl, stack.Services{
 		Workers: o.Workers,
 		Worker: workercmd.Options{Topology: topo, Instance: o.Instance, Workspace: t.TempDir(), Plugins: o.Plugins, Interceptors: o.Interceptors, MCP: o.MCP,
 			Models: llm.Config{Model: "openai:fake", APIBase: base, APIKey: "x"}},
 		Recorder: &recordercmd.Options{Topology: topo, Instance: o.Instance},
-	}, nil)
+	}, o.Log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,6 +119,13 @@ func Start(t testing.TB, o Options) *Cluster {
 		if err := running.Stop(); err != nil {
 			t.Errorf("stopping the services: %v", err)
 		}
+	})
+	// Ready: every worker consumes (none is still provisioning).
+	natstest.Eventually(t, Wait, func() (bool, string) {
+		if err := running.Ready(t.Context()); err != nil {
+			return false, err.Error()
+		}
+		return true, ""
 	})
 	conn, err := cl.Connect(t.Context(), "stacktest")
 	if err != nil {
@@ -110,7 +147,7 @@ func Start(t testing.TB, o Options) *Cluster {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = gw.Close() })
-	return &Cluster{NATS: srv, Conn: conn, LLM: fake, Gateway: gw}
+	return &Cluster{NATS: srv, Hub: hub, Servers: servers, Conn: conn, LLM: fake, Gateway: gw}
 }
 
 // Turn publishes env and returns its replies.

@@ -223,7 +223,7 @@ const lastTurnWait = 10 * time.Second
 // flush, which comes before its reply, waits for it. A failed write is
 // logged, not fatal: the next turn then just does not wait for this one.
 func (rt *Runtime) saveLastTurn(t *turn, session string, inboundSeq uint64) {
-	subject := rt.o.Names.KVKeySubject(rt.o.State.Bucket(), rt.o.Names.LastTurnKey(session))
+	subject := rt.o.Names.KVPut(rt.o.JS.Options().Domain, rt.o.State.Bucket(), rt.o.Names.LastTurnKey(session))
 	f, err := rt.o.JS.PublishAsync(subject, []byte(strconv.FormatUint(inboundSeq, 10)))
 	if err != nil {
 		rt.log.Warn("worker.last_turn_not_saved", "session", session, "err", err)

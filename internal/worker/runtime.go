@@ -19,6 +19,7 @@ import (
 	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/events"
 	"github.com/bubbus/bub/pkg/hooks"
+	"github.com/bubbus/bub/pkg/jsretry"
 	"github.com/bubbus/bub/pkg/llm"
 	"github.com/bubbus/bub/pkg/llm/providers"
 	"github.com/bubbus/bub/pkg/pipeline"
@@ -72,7 +73,10 @@ type RuntimeOptions struct {
 	// last one has the highest priority); remote interceptors are plugins.
 	Plugins []hooks.Plugin
 	// ReadYourWrites bounds the wait for the recorder to commit a
-	// session's earlier turns before a turn reads its tape (5s).
+	// session's earlier turns before a turn reads its tape (12s: longer
+	// than a stream leader election after a server loss, 4–9s, plus the
+	// recorder noticing its new consumer leader, 2s; the wait ends as
+	// soon as the commit is in).
 	ReadYourWrites time.Duration
 	// CaptureContent puts prompts, responses and tool arguments and
 	// results on trace spans (BUB_OTEL_CAPTURE_CONTENT).
@@ -117,7 +121,7 @@ func NewRuntime(ctx context.Context, o RuntimeOptions) (_ *Runtime, err error) {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	if o.ReadYourWrites == 0 {
-		o.ReadYourWrites = 5 * time.Second
+		o.ReadYourWrites = 12 * time.Second
 	}
 	rt := &Runtime{o: o, log: o.Log}
 	router, err := providers.NewRouter(o.Models, llm.WithLogger(o.Log))
@@ -406,7 +410,11 @@ func (rt *Runtime) LatestSwitches(ctx context.Context, session string) (tape.Swi
 	if rt.o.State == nil {
 		return sw, nil
 	}
-	e, err := rt.o.State.Get(ctx, rt.o.Names.SwitchesKey(session))
+	var e jetstream.KeyValueEntry
+	err := jsretry.Read(ctx, func(ctx context.Context) (err error) {
+		e, err = rt.o.State.Get(ctx, rt.o.Names.SwitchesKey(session))
+		return err
+	})
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
 		return sw, nil // none, or cleared by a tape reset
 	}

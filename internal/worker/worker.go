@@ -15,6 +15,7 @@ import (
 	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/events"
 	"github.com/bubbus/bub/pkg/hooks"
+	"github.com/bubbus/bub/pkg/jsretry"
 	"github.com/bubbus/bub/pkg/subjects"
 )
 
@@ -127,7 +128,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.maxDlvr = info.Config.MaxDeliver
 	cfg := w.cfg.withDefaults(info.Config.AckWait)
 	w.concurrency.Store(int64(cfg.Concurrency))
-	it, err := cons.Messages(jetstream.PullMaxMessages(cfg.Concurrency), jetstream.PullExpiry(5*time.Second))
+	it, err := cons.Messages(jsretry.PullOptions(cfg.Concurrency)...)
 	if err != nil {
 		return fmt.Errorf("consuming inbound: %w", err)
 	}

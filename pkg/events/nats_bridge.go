@@ -56,8 +56,10 @@ var (
 //
 // Per run, the seq extension counts 1, 2, 3, … and the stream holds the
 // events in seq order: an attachment publishes one event at a time. The
-// one exception is JetStream's own retry of a publish that found no
-// stream (same message, same Nats-Msg-Id, so never stored twice), which
+// exceptions are JetStream's own retry of a publish that found no stream
+// and the bridge's publishing again of an event whose publish failed
+// transiently or went unanswered (a lost connection or stream leader):
+// the same message with the same Nats-Msg-Id, so never stored twice, it
 // can land behind later events; consumers that need order use seq.
 //
 // Custom events not in the codec's [Registry] are not published.
@@ -425,25 +427,54 @@ func (b *Bridge) collect() {
 
 // await waits for p's acknowledgement until ackTimeout after it was sent.
 // An acknowledgement that is already in counts even when the collector
-// reaches it late.
+// reaches it late. A publish that failed because its connection dropped
+// (nats.ErrDisconnected) or is unanswered after [republishAfter] — its
+// stream leader was lost with it — is published again, the same message
+// with the same Nats-Msg-Id, so JetStream stores it once. Other failures
+// (no stream: JetStream's own retries of it are over) are reported.
 func (b *Bridge) await(p pendingAck, timer *time.Timer) error {
 	select {
 	case <-p.future.Ok():
 		return nil
 	case err := <-p.future.Err():
-		return p.failed(err)
+		if !retryable(err) {
+			return p.failed(err)
+		}
 	default:
 	}
 	timer.Reset(time.Until(p.sent.Add(b.ackTimeout)))
-	select {
-	case <-p.future.Ok():
-		return nil
-	case err := <-p.future.Err():
-		return p.failed(err)
-	case <-timer.C:
-		return p.failed(ErrAckTimeout)
+	future := p.future
+	for {
+		again := time.NewTimer(republishAfter)
+		select {
+		case <-future.Ok():
+			again.Stop()
+			return nil
+		case err := <-future.Err():
+			if !retryable(err) {
+				again.Stop()
+				return p.failed(err)
+			}
+			<-again.C // a pause before publishing again
+		case <-again.C:
+		case <-timer.C:
+			again.Stop()
+			return p.failed(ErrAckTimeout)
+		}
+		f, err := b.js.PublishMsgAsync(p.future.Msg(), b.pubOpts...)
+		if err == nil {
+			future = f
+		}
 	}
 }
+
+// republishAfter is how long an unacknowledged event publish waits before
+// it is published again (within the bridge's ack timeout).
+const republishAfter = 2 * time.Second
+
+// retryable reports whether a failed event publish is worth publishing
+// again.
+func retryable(err error) bool { return errors.Is(err, nats.ErrDisconnected) }
 
 // failed returns err as the failure to publish p.
 func (p pendingAck) failed(err error) error {

@@ -20,11 +20,12 @@ const (
 )
 
 // Transient reports whether err is worth retrying while a cluster elects
-// leaders or several services update the topology at once: timeouts, no
-// responders, no response from the stream, JetStream 503s and "already
-// in progress".
+// leaders, a server leaves (the connection moves to another) or several
+// services update the topology at once: timeouts, a dropped connection,
+// no responders, no response from the stream, JetStream 503s and
+// "already in progress".
 func Transient(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrDisconnected) ||
 		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) {
 		return true
 	}
@@ -70,4 +71,49 @@ func (b Backoff) Do(ctx context.Context, deadline time.Time, onRetry func(attemp
 		}
 		wait = min(2*wait, b.Max)
 	}
+}
+
+// A long-running pull (jetstream.Consumer.Messages) parks its pull
+// request on the consumer's leader, which sends a heartbeat every
+// PullHeartbeat while it holds it. When that server is lost the request
+// is gone with it, and the client learns so only from two missed
+// heartbeats: then it pulls again, from the new leader. nats.go's default
+// heartbeat is half of the 30s expiry, so a pull noticed a leader change
+// only after 30s; with these the pull is renewed every PullExpiry and a
+// lost leader is noticed within 2 × PullHeartbeat.
+const (
+	PullExpiry    = 5 * time.Second
+	PullHeartbeat = time.Second
+)
+
+// PullOptions are the options of a long-running pull with up to
+// maxMessages in flight that rides out consumer leader changes (see
+// [PullHeartbeat]).
+func PullOptions(maxMessages int) []jetstream.PullMessagesOpt {
+	return []jetstream.PullMessagesOpt{
+		jetstream.PullMaxMessages(maxMessages),
+		jetstream.PullExpiry(PullExpiry),
+		jetstream.PullHeartbeat(PullHeartbeat),
+	}
+}
+
+// ReadBound bounds how long [Read] retries: longer than a stream leader
+// election after a server loss (nats-server's election timeout is 4–9s).
+// ReadAttempt bounds each attempt: a request to a leader that is gone is
+// not answered, and would otherwise use the JetStream API's 5s default.
+const (
+	ReadBound   = 15 * time.Second
+	ReadAttempt = 2 * time.Second
+)
+
+// Read runs a read (or an idempotent write) op, retrying transient
+// errors from 10ms doubling to 250ms, each attempt within [ReadAttempt],
+// for up to [ReadBound]: it rides out a leader election.
+func Read(ctx context.Context, op func(context.Context) error) error {
+	b := Backoff{First: 10 * time.Millisecond, Max: 250 * time.Millisecond}
+	return b.Do(ctx, time.Now().Add(ReadBound), nil, func(ctx context.Context) error {
+		actx, cancel := context.WithTimeout(ctx, ReadAttempt)
+		defer cancel()
+		return op(actx)
+	})
 }

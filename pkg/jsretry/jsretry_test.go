@@ -19,6 +19,7 @@ func TestTransient(t *testing.T) {
 		{context.DeadlineExceeded, true},
 		{fmt.Errorf("reading: %w", nats.ErrNoResponders), true},
 		{jetstream.ErrNoStreamResponse, true},
+		{fmt.Errorf("reading stream: %w", nats.ErrDisconnected), true},
 		{&jetstream.APIError{Code: 400, ErrorCode: jetstream.JSErrCodeStreamNameInUse}, true},
 		{&jetstream.APIError{Code: 400, ErrorCode: errCodeReconfigureInProgress}, true},
 		{&jetstream.APIError{Code: 503, ErrorCode: 10008}, true},

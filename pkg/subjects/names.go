@@ -323,10 +323,26 @@ func (n Names) DoneKey(envelope string) string { return "done." + Token(envelope
 // key's time to live.
 func (n Names) KVKeySubject(bucket, key string) string { return "$KV." + bucket + "." + key }
 
-// DirectGet is the JetStream direct-get request subject of stream (its
-// request body names the message: {"last_by_subj": …}); the stream must
-// allow direct gets (every KV bucket does).
-func (n Names) DirectGet(stream string) string { return "$JS.API.DIRECT.GET." + stream }
+// KVPut is the subject to publish a KV key of bucket to in JetStream
+// domain (empty = the local one): [Names.KVKeySubject] behind the
+// domain's API prefix, which the domain's servers map back to it.
+func (n Names) KVPut(domain, bucket, key string) string {
+	if domain != "" {
+		return "$JS." + domain + ".API." + n.KVKeySubject(bucket, key)
+	}
+	return n.KVKeySubject(bucket, key)
+}
+
+// DirectGet is the JetStream direct-get request subject of stream in
+// JetStream domain (empty = the local one; its request body names the
+// message: {"last_by_subj": …}); the stream must allow direct gets (every
+// KV bucket does).
+func (n Names) DirectGet(domain, stream string) string {
+	if domain != "" {
+		return "$JS." + domain + ".API.DIRECT.GET." + stream
+	}
+	return "$JS.API.DIRECT.GET." + stream
+}
 
 // KVStream is the stream backing a KV bucket (KV_<bucket>).
 func (n Names) KVStream(bucket string) string { return "KV_" + bucket }

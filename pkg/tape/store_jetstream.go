@@ -342,7 +342,7 @@ func (s *JetStreamStore) readCommitted(ctx context.Context, ix Index, start uint
 // On a cluster the consumer is created on the stream leader and the other
 // servers learn of it a moment later, so a fetch through another server
 // can meet "no responders"; creating, fetching and message gets retry
-// such transient errors for up to [readRetryBound] (see [readRetry]).
+// such transient errors for up to [jsretry.ReadBound] (see [jsretry.Read]).
 func (s *JetStreamStore) scan(ctx context.Context, subj string, start, end uint64, limit int, fn func(seq uint64, msgID string, data []byte) error) error {
 	if start > end {
 		return nil
@@ -351,7 +351,7 @@ func (s *JetStreamStore) scan(ctx context.Context, subj string, start, end uint6
 		return s.scanByGets(ctx, subj, start, end, limit, fn)
 	}
 	var cons jetstream.Consumer
-	err := readRetry(ctx, func(ctx context.Context) (err error) {
+	err := jsretry.Read(ctx, func(ctx context.Context) (err error) {
 		cons, err = s.stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
 			DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
 			OptStartSeq:       start,
@@ -378,7 +378,7 @@ func (s *JetStreamStore) scan(ctx context.Context, subj string, start, end uint6
 			want = min(want, limit-n)
 		}
 		var msgs []jetstream.Msg
-		err := readRetry(ctx, func(context.Context) (err error) {
+		err := jsretry.Read(ctx, func(context.Context) (err error) {
 			msgs, err = fetchNoWait(cons, want)
 			return err
 		})
@@ -430,23 +430,12 @@ func fetchNoWait(cons jetstream.Consumer, want int) ([]jetstream.Msg, error) {
 	return nil, err
 }
 
-// readRetryBound bounds how long a read retries transient errors.
-const readRetryBound = 5 * time.Second
-
-// readRetry runs op, retrying transient JetStream errors (see
-// [jsretry.Transient]) from 10ms doubling to 250ms, for up to
-// [readRetryBound].
-func readRetry(ctx context.Context, op func(context.Context) error) error {
-	b := jsretry.Backoff{First: 10 * time.Millisecond, Max: 250 * time.Millisecond}
-	return b.Do(ctx, time.Now().Add(readRetryBound), nil, op)
-}
-
 // scanByGets is scan for a few messages: one message get per message is
 // cheaper than creating, pulling from and deleting a consumer.
 func (s *JetStreamStore) scanByGets(ctx context.Context, subj string, start, end uint64, limit int, fn func(seq uint64, msgID string, data []byte) error) error {
 	for seq, n := start, 0; n < limit && seq <= end; n++ {
 		var m *jetstream.RawStreamMsg
-		err := readRetry(ctx, func(ctx context.Context) (err error) {
+		err := jsretry.Read(ctx, func(ctx context.Context) (err error) {
 			m, err = s.stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subj))
 			return err
 		})
@@ -682,16 +671,25 @@ func (w *writer) publish(ctx context.Context, batch []Entry, from, to int, prev 
 	}
 	publishOne := func(i int) error {
 		m, id := msg(i)
-		ack, err := w.s.js.PublishMsg(ctx, m,
-			jetstream.WithMsgID(id),
-			jetstream.WithExpectLastSequencePerSubject(prev))
+		// Transient errors (the stream electing a leader) are retried
+		// with the same message id: an attempt that was stored although
+		// its answer got lost answers the next one as a duplicate.
+		var ack *jetstream.PubAck
+		attempts := 0
+		err := jsretry.Read(ctx, func(ctx context.Context) (err error) {
+			attempts++
+			ack, err = w.s.js.PublishMsg(ctx, m,
+				jetstream.WithMsgID(id),
+				jetstream.WithExpectLastSequencePerSubject(prev))
+			return err
+		})
 		if isWrongLastSeq(err) && i == 0 {
 			return errTail
 		}
 		if err != nil {
 			return publishError(err)
 		}
-		if ack.Duplicate {
+		if ack.Duplicate && attempts == 1 {
 			return errRetry
 		}
 		prev = ack.Sequence
@@ -829,9 +827,24 @@ func (s *JetStreamStore) List(ctx context.Context) ([]string, error) {
 
 // Index implements [Indexer].
 func (s *JetStreamStore) Index(ctx context.Context, tape string) (Index, error) {
-	for range maxReadAttempts {
+	// A replica that lags (just after a leader change) may answer an
+	// older revision for a while: ask again after a growing pause.
+	pause := 25 * time.Millisecond
+	for attempt := range 2 * maxReadAttempts {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return Index{}, fmt.Errorf("reading index of tape %q: %w", tape, ctx.Err())
+			case <-time.After(pause):
+			}
+			pause = min(2*pause, time.Second)
+		}
 		ix := Index{Tape: tape}
-		e, err := s.kv.Get(ctx, subjects.Token(tape))
+		var e jetstream.KeyValueEntry
+		err := jsretry.Read(ctx, func(ctx context.Context) (err error) {
+			e, err = s.kv.Get(ctx, subjects.Token(tape))
+			return err
+		})
 		switch {
 		case err == nil:
 			if ix, err = decodeIndex(tape, e); err != nil {
@@ -879,11 +892,19 @@ func (s *JetStreamStore) putIndex(ctx context.Context, ix Index, rev uint64) err
 		return fmt.Errorf("encoding index: %w", err)
 	}
 	key := subjects.Token(ix.Tape)
-	if rev == 0 {
-		rev, err = s.kv.Create(ctx, key, b)
-	} else {
-		rev, err = s.kv.Update(ctx, key, b, rev)
-	}
+	// Transient errors (the bucket electing a leader) are retried; when a
+	// lost answer hid a stored attempt, the next one meets the new
+	// revision and reports a conflict, which the caller resolves by
+	// reading the index again.
+	want := rev
+	err = jsretry.Read(ctx, func(ctx context.Context) (err error) {
+		if want == 0 {
+			rev, err = s.kv.Create(ctx, key, b)
+		} else {
+			rev, err = s.kv.Update(ctx, key, b, want)
+		}
+		return err
+	})
 	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 		return errRetry
 	}
