@@ -37,9 +37,9 @@ func consume(stream *ssestream.Stream[asdk.MessageStreamEventUnion], onDelta fun
 		case ev.Type == "message_stop":
 			return msg, nil
 		case ev.Type != "content_block_delta" || onDelta == nil:
-		case ev.Delta.Type == "text_delta" && ev.Delta.Text != "":
+		case ev.Delta.Type == "text_delta" && ev.Delta.Text != "" && blockType(msg, ev.Index) == "text":
 			onDelta(llm.Delta{Kind: llm.DeltaText, Text: ev.Delta.Text})
-		case ev.Delta.Type == "thinking_delta" && ev.Delta.Thinking != "":
+		case ev.Delta.Type == "thinking_delta" && ev.Delta.Thinking != "" && blockType(msg, ev.Index) == "thinking":
 			onDelta(llm.Delta{Kind: llm.DeltaReasoning, Text: ev.Delta.Thinking})
 		}
 	}
@@ -47,6 +47,17 @@ func consume(stream *ssestream.Stream[asdk.MessageStreamEventUnion], onDelta fun
 		return msg, err
 	}
 	return msg, errTruncated
+}
+
+// blockType is the type of the accumulated content block at index ("" for
+// none). A delta is streamed only into a block of its own kind, the one
+// the accumulator appends it to, so the deltas shown always add up to the
+// response.
+func blockType(msg asdk.Message, index int64) string {
+	if index < 0 || index >= int64(len(msg.Content)) {
+		return ""
+	}
+	return string(msg.Content[index].Type)
 }
 
 // response converts an accumulated message: its text blocks joined, its
