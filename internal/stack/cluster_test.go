@@ -33,10 +33,10 @@ const recoveryGoal = 10 * time.Second
 // retried as a writer conflict until its repair.
 const tapesRecoveryBound = 20 * time.Second
 
-// recoveryGoalOn: the time goals and the absence of stale tapes are
-// asserted only with BUB_RECOVERY_GOAL=1 (on a machine with cores to
-// spare); otherwise they are measured and logged. On a loaded machine
-// (load 30+ on 2 cores) they are not always met yet (issue 18).
+// recoveryGoalOn: TestRecoveryAfterLeaderLoss runs, with its time goals
+// and its check for stale tapes, only with BUB_RECOVERY_GOAL=1 (by hand,
+// on a machine with cores to spare): the goals are not always met yet,
+// and the recorder can stay stuck after a tapes leader loss (issue 18).
 var recoveryGoalOn = os.Getenv("BUB_RECOVERY_GOAL") == "1"
 
 // turnLoad sends turns on its sessions, one at a time per session (so
@@ -112,22 +112,21 @@ func (l *turnLoad) firstAnsweredAfter(t0 time.Time) time.Time {
 // BUB_EVENTS, then the one leading BUB_TAPES is shut down (and restarted
 // once a turn sent after the loss was answered). No turn fails, and
 // every turn is answered exactly once and is on its session's tape
-// exactly once. With BUB_RECOVERY_GOAL=1 also: after the inbound and the
-// events leader loss a turn sent after it is answered within
+// exactly once; after the inbound and the events leader loss a turn sent after it is answered within
 // recoveryGoal and no turn reads a stale tape (no tape.stale event);
 // after the tapes leader loss within tapesRecoveryBound.
 func TestRecoveryAfterLeaderLoss(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a cluster with three leader losses")
 	}
-	if os.Getenv("BUB_RECOVERY_TEST") != "1" {
+	if !recoveryGoalOn {
 		// Known defect (issue 18, open): after the BUB_TAPES leader is
 		// lost, a tape append cut by the dropped connection leaves entries
 		// stored without their index update, and the recorder's retry can
 		// stay on "tape: concurrent writer conflict", so the recorder
 		// sometimes never catches up. Until that is fixed this test is run
 		// by hand, not by make test.
-		t.Skip("known issue-18 defect: the recorder can stay stuck after a tapes leader loss; BUB_RECOVERY_TEST=1 runs it")
+		t.Skip("known issue-18 defect: the recorder can stay stuck after a tapes leader loss; BUB_RECOVERY_GOAL=1 runs it")
 	}
 	start := time.Now()
 	c := stacktest.Start(t, stacktest.Options{Servers: 3, Workers: 2, Instance: "ride",
@@ -174,7 +173,7 @@ func TestRecoveryAfterLeaderLoss(t *testing.T) {
 		if stream == names.TapesStream() {
 			goal = tapesRecoveryBound
 		}
-		if took > goal && recoveryGoalOn {
+		if took > goal {
 			t.Errorf("%s: first new turn answered %v after the leader loss, want at most %v", stream, took.Round(10*time.Millisecond), goal)
 		}
 		// A few more turns on the two remaining servers, then the lost
@@ -190,7 +189,7 @@ func TestRecoveryAfterLeaderLoss(t *testing.T) {
 	if len(load.failed) > 0 {
 		t.Fatalf("%d turns failed: %s", len(load.failed), strings.Join(load.failed, "; "))
 	}
-	if staleBefore != 0 && recoveryGoalOn {
+	if staleBefore != 0 {
 		t.Errorf("%d tape.stale events after the inbound and events leader losses: turns read a stale tape", staleBefore)
 	}
 	t.Logf("tape.stale events: %d before the tapes leader loss, %d after it", staleBefore, stale.Load()-staleBefore)
