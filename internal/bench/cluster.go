@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/bubbus/bub/internal/natsx"
+	"github.com/bubbus/bub/pkg/jsretry"
 )
 
 // The cluster rows run P3 and P4 on a 3-node JetStream cluster: three
@@ -125,23 +126,18 @@ func waitJetStream(ctx context.Context, url string) error {
 	if err != nil {
 		return err
 	}
-	deadline := time.Now().Add(startTimeout)
-	for {
+	// Until a meta leader is elected the API times out, has no responders
+	// or answers 503: jsretry's transient errors.
+	err = jsretry.Backoff{First: 100 * time.Millisecond, Max: time.Second}.Do(ctx, time.Now().Add(startTimeout), nil, func(ctx context.Context) error {
 		attempt, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
 		_, err := js.AccountInfo(attempt)
-		cancel()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the cluster at %s elected no JetStream meta leader within %s (%v)", url, startTimeout, err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("the cluster at %s elected no JetStream meta leader within %s (%v)", url, startTimeout, err)
 	}
+	return nil
 }
 
 // freePorts returns n loopback ports nothing listens on (route ports must
