@@ -33,11 +33,11 @@ const recoveryGoal = 10 * time.Second
 // retried as a writer conflict until its repair.
 const tapesRecoveryBound = 20 * time.Second
 
-// recoveryGoalOn: TestRecoveryAfterLeaderLoss and TestLameDuckMovesClients
-// run only with BUB_RECOVERY_GOAL=1; the first also with its time goals
-// and its check for stale tapes, only with BUB_RECOVERY_GOAL=1 (by hand,
-// on a machine with cores to spare): the goals are not always met yet,
-// and the recorder can stay stuck after a tapes leader loss (issue 18).
+// recoveryGoalOn: TestRecoveryAfterLeaderLoss (with its time goals and
+// its check for stale tapes) and TestLameDuckMovesClients run only with
+// BUB_RECOVERY_GOAL=1, by hand on a machine with cores to spare: the goals
+// are not always met yet, the recorder can stay stuck after a tapes leader
+// loss, and a turn can fail during a lame-duck move (issue 18).
 var recoveryGoalOn = os.Getenv("BUB_RECOVERY_GOAL") == "1"
 
 // turnLoad sends turns on its sessions, one at a time per session (so
