@@ -54,7 +54,7 @@ func TestComposeCluster(t *testing.T) {
 	names := subjects.Default()
 	obs, err := nats.Connect("nats://"+natsURL, nats.UserInfo("observer", c.passwords["OBSERVER"]))
 	if err != nil {
-		t.Fatal(err)
+		c.t.Fatal(err)
 	}
 	defer obs.Close()
 	var mu sync.Mutex
@@ -79,7 +79,7 @@ func TestComposeCluster(t *testing.T) {
 		}
 		replier[env.InReplyTo] = inst
 	}); err != nil {
-		t.Fatal(err)
+		c.t.Fatal(err)
 	}
 	if _, err := obs.Subscribe(names.EventsOfType(events.SubjectName(events.TypeRunStarted)), func(m *nats.Msg) {
 		ev, err := events.FromMsg(m)
@@ -98,10 +98,10 @@ func TestComposeCluster(t *testing.T) {
 			mu.Unlock()
 		}
 	}); err != nil {
-		t.Fatal(err)
+		c.t.Fatal(err)
 	}
 	if err := obs.Flush(); err != nil {
-		t.Fatal(err)
+		c.t.Fatal(err)
 	}
 
 	// 100 messages, 20 at a time; after 30 replies the busiest worker is
@@ -186,7 +186,7 @@ func TestComposeCluster(t *testing.T) {
 	loadTime := time.Since(loadStart)
 	victim := <-killed
 	if strings.HasPrefix(victim, "none") {
-		t.Errorf("no worker was killed: %s", victim)
+		c.t.Errorf("no worker was killed: %s", victim)
 	}
 
 	replies := 0
@@ -194,14 +194,14 @@ func TestComposeCluster(t *testing.T) {
 		want := fmt.Sprintf("message %03d", i)
 		switch {
 		case r.err != nil:
-			t.Errorf("message %d: %v", i, r.err)
+			c.t.Errorf("message %d: %v", i, r.err)
 		case r.status != http.StatusOK || !strings.Contains(r.reply, want):
-			t.Errorf("message %d: status %d, reply %q (want one containing %q)", i, r.status, r.reply, want)
+			c.t.Errorf("message %d: status %d, reply %q (want one containing %q)", i, r.status, r.reply, want)
 		default:
 			replies++
 		}
 	}
-	natstest.Eventually(t, 30*time.Second, func() (bool, string) {
+	natstest.Eventually(c.t, 30*time.Second, func() (bool, string) {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(replier) >= messages, fmt.Sprintf("the observer saw replies to %d envelopes", len(replier))
@@ -216,14 +216,14 @@ func TestComposeCluster(t *testing.T) {
 	nRedelivered, nDuplicates := len(redelivered), duplicates
 	mu.Unlock()
 	if len(perWorker) != 3 {
-		t.Errorf("replies came from %d worker instances %v, want the 3 workers", len(perWorker), perWorker)
+		c.t.Errorf("replies came from %d worker instances %v, want the 3 workers", len(perWorker), perWorker)
 	}
 
 	var st struct {
 		Recorder    struct{ Lag uint64 }      `json:"recorder"`
 		DeadLetters struct{ Messages uint64 } `json:"dead_letters"`
 	}
-	natstest.Eventually(t, 60*time.Second, func() (bool, string) {
+	natstest.Eventually(c.t, 60*time.Second, func() (bool, string) {
 		out := c.bub("status", "--json", "--nats", "nats://admin:"+c.passwords["ADMIN"]+"@"+natsURL)
 		if err := json.Unmarshal([]byte(out), &st); err != nil {
 			return false, err.Error()
@@ -232,13 +232,13 @@ func TestComposeCluster(t *testing.T) {
 	})
 	status := c.bub("status", "--nats", "nats://admin:"+c.passwords["ADMIN"]+"@"+natsURL)
 	if st.DeadLetters.Messages != 0 {
-		t.Errorf("%d dead letters", st.DeadLetters.Messages)
+		c.t.Errorf("%d dead letters", st.DeadLetters.Messages)
 	}
 	tail := c.tail(base, "nats://observer:"+c.passwords["OBSERVER"]+"@"+natsURL)
 	traceSummary := c.checkTrace("e2e:tail")
 	violations := strings.Count(c.compose("logs", "--no-color", "nats"), "Permissions Violation")
 	if violations > 0 {
-		t.Errorf("the NATS server logged %d permission violations", violations)
+		c.t.Errorf("the NATS server logged %d permission violations", violations)
 	}
 	restarts := c.docker(append([]string{"inspect", "-f", "{{.Name}} restarts={{.RestartCount}} {{.State.Status}}"}, c.workerContainers()...)...)
 
@@ -256,12 +256,12 @@ func TestComposeCluster(t *testing.T) {
 	fmt.Fprintf(&b, "  dead letters: %d; recorder lag: %d; NATS permission violations: %d\n", st.DeadLetters.Messages, st.Recorder.Lag, violations)
 	fmt.Fprintf(&b, "  one trace across the containers (console span exporter, from their stdout):\n%s", traceSummary)
 	fmt.Fprintf(&b, "\n$ bub status\n%s\n$ bub events tail --session e2e:tail\n%s", status, tail)
-	t.Log("\n" + b.String())
+	c.t.Log("\n" + b.String())
 }
 
 // cluster is one compose project of deploy/compose.yaml plus a fake model.
 type cluster struct {
-	t         *testing.T
+	t         testing.TB // a *failureRecap of the test
 	cmd       []string // docker compose, or docker-compose
 	files     []string
 	project   string
@@ -295,7 +295,7 @@ func newCluster(t *testing.T, o clusterOpts) *cluster {
 		t.Fatal(err)
 	}
 	base := filepath.Join(deploy, "compose.yaml")
-	c := &cluster{t: t, project: fmt.Sprintf("%s%d", o.project, os.Getpid()), passwords: map[string]string{}, deploy: deploy}
+	c := &cluster{t: &failureRecap{TB: t}, project: fmt.Sprintf("%s%d", o.project, os.Getpid()), passwords: map[string]string{}, deploy: deploy}
 	for _, g := range o.global {
 		c.global = append(c.global, strings.ReplaceAll(g, "$DEPLOY", deploy))
 	}
@@ -355,6 +355,7 @@ func (c *cluster) up() {
 	c.t.Cleanup(func() {
 		if c.t.Failed() {
 			c.t.Logf("cluster logs (tail):\n%s", c.composeQuiet("logs", "--no-color", "--tail", "40"))
+			c.t.(*failureRecap).recap()
 		}
 		c.composeQuiet("down", "-v", "--remove-orphans", "--timeout", "5")
 	})
@@ -653,4 +654,43 @@ func randomHex(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return hex.EncodeToString(b)
+}
+
+// failureRecap is the test's testing.TB that repeats every failure message
+// after the cluster logs a failed test prints, so that the end of the
+// output (all a CI log excerpt may show) says what failed.
+type failureRecap struct {
+	testing.TB
+	mu       sync.Mutex
+	failures []string
+}
+
+func (f *failureRecap) note(msg string) {
+	f.mu.Lock()
+	f.failures = append(f.failures, msg)
+	f.mu.Unlock()
+}
+
+func (f *failureRecap) Errorf(format string, args ...any) {
+	f.Helper()
+	f.note(fmt.Sprintf(format, args...))
+	f.TB.Errorf(format, args...)
+}
+
+func (f *failureRecap) Fatalf(format string, args ...any) {
+	f.Helper()
+	f.note(fmt.Sprintf(format, args...))
+	f.TB.Fatalf(format, args...)
+}
+
+func (f *failureRecap) Fatal(args ...any) {
+	f.Helper()
+	f.note(fmt.Sprint(args...))
+	f.TB.Fatal(args...)
+}
+
+func (f *failureRecap) recap() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.TB.Logf("the failures above the cluster logs, again:\n  %s", strings.Join(f.failures, "\n  "))
 }
