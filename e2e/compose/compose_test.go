@@ -262,7 +262,7 @@ func TestComposeCluster(t *testing.T) {
 // cluster is one compose project of deploy/compose.yaml plus a fake model.
 type cluster struct {
 	t         testing.TB // a *failureRecap of the test
-	cmd       []string // docker compose, or docker-compose
+	cmd       []string   // docker compose, or docker-compose
 	files     []string
 	project   string
 	env       []string
