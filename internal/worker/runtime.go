@@ -335,7 +335,7 @@ func (rt *Runtime) onDecision(ctx context.Context, rec hooks.DecisionRecord) {
 	if run == nil {
 		return
 	}
-	ev := decisionEvent(rec)
+	ev := agent.DecisionEvent(rec)
 	ev.Meta = run.meta
 	ev.Remote = rt.remote[rec.Plugin]
 	if _, err := events.Emit(ctx, run.bus, ev); err != nil {

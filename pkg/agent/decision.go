@@ -1,4 +1,4 @@
-package worker
+package agent
 
 import (
 	"github.com/bubbus/bub/pkg/bub"
@@ -8,9 +8,9 @@ import (
 	"github.com/bubbus/bub/pkg/tools"
 )
 
-// decisionEvent turns a hook decision record into the hook.decision event
+// DecisionEvent turns a hook decision record into the hook.decision event
 // that reports it (docs/hooks.md, "Decisions are events").
-func decisionEvent(rec hooks.DecisionRecord) *events.HookDecision {
+func DecisionEvent(rec hooks.DecisionRecord) *events.HookDecision {
 	ev := &events.HookDecision{
 		Plugin:     rec.Plugin,
 		Hook:       string(rec.Hook),

@@ -1,4 +1,4 @@
-package worker
+package agent
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 // why in the detail and the error.
 func TestAbortIsADecisionEvent(t *testing.T) {
 	cause := bub.Errorf(bub.KindTemporary, `before_llm_call: interceptor "policy" has no running instance, and it fails closed; the call was aborted.`)
-	ev := decisionEvent(hooks.DecisionRecord{Hook: hooks.HookBeforeLLMCall, Plugin: "policy", Verdict: hooks.VerdictAbort, Err: errors.Join(hooks.ErrAbort, cause)})
+	ev := DecisionEvent(hooks.DecisionRecord{Hook: hooks.HookBeforeLLMCall, Plugin: "policy", Verdict: hooks.VerdictAbort, Err: errors.Join(hooks.ErrAbort, cause)})
 	if ev.Action != "abort" || ev.Hook != "before_llm_call" || ev.Plugin != "policy" {
 		t.Fatalf("event = %+v, want action abort of before_llm_call by policy", ev)
 	}
