@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -67,11 +69,12 @@ func TestCustomBuild(t *testing.T) {
 	defer callback.Close()
 	hook := freeAddr(t)
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	natsAddr := freeAddr(t)
 	up := startBin(t, bin, append(env,
 		"BUB_MODEL=openai:fake", "BUB_API_BASE="+base, "BUB_API_KEY=x",
 		"OPSBOT_WEBHOOK_ADDR="+hook, "OPSBOT_WEBHOOK_CALLBACK="+callback.URL, "OPSBOT_AUDIT_FILE="+audit,
 		"BUB_ENABLED_CHANNELS=webhook",
-	), "up", "--http", freeAddr(t), "--nats-listen", "")
+	), "up", "--http", freeAddr(t), "--nats-listen", natsAddr)
 	defer up.stop(t, 30*time.Second)
 
 	msg := `{"id":"ops-1","chat_id":"ops","text":"how full is /var?"}`
@@ -118,6 +121,34 @@ func TestCustomBuild(t *testing.T) {
 		t.Errorf("a second reply arrived: %+v", r)
 	default:
 	}
+
+	// The recorded session replays identically through the build that
+	// recorded it (bub replay); the stock bub, without opsbot, shows the
+	// denial it no longer makes in its diff and exits 1.
+	const session = "webhook:ops"
+	nats := []string{"--nats", "nats://" + natsAddr}
+	eventually(t, 30*time.Second, func() (bool, string) { // until the recorder committed the turn
+		out, stderr, err := tryBin(bin, env, append([]string{"replay", session}, nats...)...)
+		return err == nil && strings.Contains(out, session+": 1 turns, 1 identical, 0 differ"), fmt.Sprintf("%v\n%s%s", err, out, stderr)
+	})
+	stockOut, _, err := tryBin(binary(t, "bub"), env, append([]string{"replay", session}, nats...)...)
+	want := `-step 1 before_tool_call opsbot deny {"message":"opsbot policy: commands containing \"rm -rf\" are not allowed"}`
+	if code := exitCode(err); code != 1 || !strings.Contains(string(stockOut), "hook decisions DIFFER") || !strings.Contains(string(stockOut), want) {
+		t.Errorf("stock bub replay: exit %d (want 1), output\n%s\nwant the decisions to differ with the line %s", code, stockOut, want)
+	}
+}
+
+// exitCode is the exit status of a command's error (0 for nil, -1 when it
+// did not run).
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.ExitCode()
+	}
+	return -1
 }
 
 // buildFromDocs writes the go.mod and main.go of docs/plugins.md into a
@@ -195,17 +226,24 @@ func lineOf(text, prefix string) string {
 // runBin runs a binary outside ./bin to completion and returns its stdout.
 func runBin(t *testing.T, bin string, env []string, args ...string) string {
 	t.Helper()
+	out, stderr, err := tryBin(bin, env, args...)
+	if err != nil {
+		t.Fatalf("%s %s: %v\nstdout:\n%s\nstderr:\n%s", filepath.Base(bin), strings.Join(args, " "), err, out, stderr)
+	}
+	return out
+}
+
+// tryBin runs a binary to completion (2 minutes at most) and returns its
+// stdout, its stderr and how it failed.
+func tryBin(bin string, env []string, args ...string) (stdout, stderr string, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), env...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	var errBuf bytes.Buffer
+	cmd.Stderr = &errBuf
 	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("%s %s: %v\nstdout:\n%s\nstderr:\n%s", filepath.Base(bin), strings.Join(args, " "), err, out, stderr.String())
-	}
-	return string(out)
+	return string(out), errBuf.String(), err
 }
 
 // startBin starts a binary outside ./bin like start does.

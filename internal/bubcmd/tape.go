@@ -81,6 +81,22 @@ func (c *tapeClient) tape(session string) tape.Tape {
 	return tape.New(c.store, session, tape.Context{})
 }
 
+// withTapes runs body with the tape store of the cluster common connects
+// to (the one provide_tape_store gives, as the recorder's).
+func withTapes(ctx context.Context, env *Env, common *cli.Common, body func(ctx context.Context, c *tapeClient) error) error {
+	err := withClient(ctx, common, env.Getenv, func(ctx context.Context, c *client) error {
+		return recordercmd.WithTapeStore(ctx, c.conn, env.Plugins, c.log, func(store tape.Store) error {
+			return body(ctx, &tapeClient{client: c, store: store})
+		})
+	})
+	if errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrBucketNotFound) {
+		// A tape command never creates the topology (a read must not
+		// change it); say what does.
+		err = fmt.Errorf("%w (the topology is not provisioned: start the services or run `bub provision` first)", err)
+	}
+	return err
+}
+
 // tapeCmd builds a tape subcommand that runs body with a tape client.
 func tapeCmd(env *Env, use, short string, args cobra.PositionalArgs, flags func(*cobra.Command),
 	body func(ctx context.Context, c *tapeClient, args []string, w io.Writer) error) *cobra.Command {
@@ -89,17 +105,9 @@ func tapeCmd(env *Env, use, short string, args cobra.PositionalArgs, flags func(
 	cmd := &cobra.Command{
 		Use: use, Short: short, Args: args,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			err := withClient(cmd.Context(), &common, getenv, func(ctx context.Context, c *client) error {
-				return recordercmd.WithTapeStore(ctx, c.conn, env.Plugins, c.log, func(store tape.Store) error {
-					return body(ctx, &tapeClient{client: c, store: store}, args, cmd.OutOrStdout())
-				})
+			return withTapes(cmd.Context(), env, &common, func(ctx context.Context, c *tapeClient) error {
+				return body(ctx, c, args, cmd.OutOrStdout())
 			})
-			if errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrBucketNotFound) {
-				// A tape command never creates the topology (a read must
-				// not change it); say what does.
-				err = fmt.Errorf("%w (the topology is not provisioned: start the services or run `bub provision` first)", err)
-			}
-			return err
 		},
 	}
 	common.Bind(cmd.Flags(), getenv)

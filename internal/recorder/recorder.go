@@ -71,6 +71,12 @@ func New(cfg Config, js jetstream.JetStream, names subjects.Names, store Store, 
 
 // Run consumes lifecycle events until ctx ends. On shutdown it stops
 // pulling; runs not yet committed stay unacknowledged and are redelivered
+// drainGrace bounds how long the lanes keep recording after the stop:
+// long enough for the commits of the fetched events (a tape append is
+// milliseconds), short enough that a stop with the servers gone is not
+// held up.
+const drainGrace = 5 * time.Second
+
 // to the next recorder.
 func (r *Recorder) Run(ctx context.Context) error {
 	cons, err := r.js.Consumer(ctx, r.names.EventsStream(), r.names.RecorderConsumer())
@@ -81,15 +87,22 @@ func (r *Recorder) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("consuming events: %w", err)
 	}
+	// The lanes' work outlives the stop by up to drainGrace: the events
+	// fetched before it are recorded, so a run that completed as the stop
+	// came is on its tape when the recorder exits (not only after the next
+	// start); what is still incomplete is handed back.
+	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelWork()
+	defer context.AfterFunc(ctx, func() { time.AfterFunc(drainGrace, cancelWork) })()
 	lanes := make([]*lane, r.cfg.Lanes)
 	var wg sync.WaitGroup
 	for i := range lanes {
 		lanes[i] = &lane{r: r, in: make(chan jetstream.Msg, 256), runs: map[string]*run{}}
-		wg.Go(func() { lanes[i].loop(ctx) })
+		wg.Go(func() { lanes[i].loop(work) })
 	}
 	go func() {
 		<-ctx.Done()
-		it.Drain() // buffered events come out of Next and are handed back below
+		it.Drain() // buffered events still come out of Next, then it ends
 	}()
 	r.log.Info("recorder.consuming", "stream", r.names.EventsStream(), "lanes", len(lanes))
 	for {
@@ -101,14 +114,10 @@ func (r *Recorder) Run(ctx context.Context) error {
 			r.log.Warn("recorder.pull_error", "err", err)
 			continue
 		}
-		if ctx.Err() != nil {
-			_ = msg.Nak()
-			continue
-		}
 		l := lanes[laneOf(msg.Subject(), len(lanes))]
 		select {
 		case l.in <- msg:
-		case <-ctx.Done():
+		case <-work.Done():
 			_ = msg.Nak()
 		}
 	}
