@@ -176,7 +176,8 @@ func Lines(entries []tape.Entry) []Line {
 		case tape.KindToolCall:
 			calls, _ := e.Payload["calls"].([]any)
 			for _, c := range calls {
-				fn, _ := c.(map[string]any)["function"].(map[string]any)
+				m, _ := c.(map[string]any)
+				fn, _ := m["function"].(map[string]any)
 				add(SectionTools, "call %v %s", fn["name"], canonicalArgs(fn["arguments"]))
 			}
 		case tape.KindToolResult:
