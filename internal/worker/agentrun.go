@@ -344,25 +344,12 @@ func (r *runTape) sync(ctx context.Context) error {
 			continue
 		}
 		if err == nil {
-			err = r.apply(ctx, taperec.Map(payload, r.meta.RunID, p.at))
+			err = taperec.Map(payload, r.meta.RunID, p.at).Apply(ctx, r.fork, r.session)
 		}
 		r.err = errors.Join(r.err, err)
 	}
 	r.pending = r.pending[:0]
 	return r.err
-}
-
-func (r *runTape) apply(ctx context.Context, b taperec.Batch) error {
-	if b.Reset {
-		if err := r.fork.Reset(ctx, r.session); err != nil {
-			return err
-		}
-	}
-	if len(b.Entries) == 0 {
-		return nil
-	}
-	_, err := r.fork.Append(ctx, r.session, b.Entries)
-	return err
 }
 
 // ReadMessages reads the model context from the fork.

@@ -131,7 +131,7 @@ func (rt *Runtime) resume(ctx context.Context, rtape *runTape, from *interrupted
 		if err != nil {
 			continue
 		}
-		if err := rtape.apply(ctx, taperec.Map(payload, rtape.meta.RunID, e.Time())); err != nil {
+		if err := taperec.Map(payload, rtape.meta.RunID, e.Time()).Apply(ctx, rtape.fork, rtape.session); err != nil {
 			return err
 		}
 	}

@@ -239,16 +239,7 @@ func (tr *turnRun) record(ctx context.Context, ev events.Event) {
 func (tr *turnRun) apply(ctx context.Context, b taperec.Batch) error {
 	tr.mu.Lock() // one batch at a time: the calls of a step run concurrently
 	defer tr.mu.Unlock()
-	if b.Reset {
-		if err := tr.store.Reset(ctx, tr.session); err != nil {
-			return err
-		}
-	}
-	if len(b.Entries) == 0 {
-		return nil
-	}
-	_, err := tr.store.Append(ctx, tr.session, b.Entries)
-	return err
+	return b.Apply(ctx, tr.store, tr.session)
 }
 
 func (tr *turnRun) stepStarted(_ context.Context, e *events.StepStarted) error {

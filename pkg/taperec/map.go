@@ -1,6 +1,7 @@
 package taperec
 
 import (
+	"context"
 	"time"
 
 	"github.com/bubbus/bub/pkg/bub"
@@ -36,6 +37,29 @@ type Batch struct {
 	Entries []tape.Entry
 	// Reset empties the tape before Entries; Archive keeps a copy first.
 	Reset, Archive bool
+}
+
+// Writer is where [Batch.Apply] writes: a tape store, or a run's fork of
+// one.
+type Writer interface {
+	tape.Appender
+	tape.Resetter
+}
+
+// Apply writes the batch to tape name of w: the reset first when it
+// resets, then its entries (a local copy of a run's tape; the archive of
+// a reset is the recorder's alone).
+func (b Batch) Apply(ctx context.Context, w Writer, name string) error {
+	if b.Reset {
+		if err := w.Reset(ctx, name); err != nil {
+			return err
+		}
+	}
+	if len(b.Entries) == 0 {
+		return nil
+	}
+	_, err := w.Append(ctx, name, b.Entries)
+	return err
 }
 
 // Map returns the entries the TapeRecorder writes for an event payload

@@ -14,7 +14,9 @@ type spy struct {
 	errors []string
 }
 
-func (s *spy) Errorf(format string, args ...any) { s.errors = append(s.errors, fmt.Sprintf(format, args...)) }
+func (s *spy) Errorf(format string, args ...any) {
+	s.errors = append(s.errors, fmt.Sprintf(format, args...))
+}
 
 // Without the plugin that recorded it (opsbot), the session's second turn
 // lacks a denial: Run fails the test with the diff.
