@@ -673,11 +673,16 @@ func (w *writer) publish(ctx context.Context, batch []Entry, from, to int, prev 
 		m, id := msg(i)
 		// Transient errors (the stream electing a leader) are retried
 		// with the same message id: an attempt that was stored although
-		// its answer got lost answers the next one as a duplicate.
+		// its answer got lost answers the next one as a duplicate. So
+		// does an entry an earlier call of this commit stored from this
+		// index revision before it died (a replicated stream's leader
+		// checks the duplicate window before the expected sequence): the
+		// id names the commit and the revision, so the entry is this
+		// commit's own and is adopted where it is, as repair adopts
+		// such orphans; the index's compare-and-set settles two live
+		// writers of one commit.
 		var ack *jetstream.PubAck
-		attempts := 0
 		err := jsretry.Read(ctx, func(ctx context.Context) (err error) {
-			attempts++
 			ack, err = w.s.js.PublishMsg(ctx, m,
 				jetstream.WithMsgID(id),
 				jetstream.WithExpectLastSequencePerSubject(prev))
@@ -688,9 +693,6 @@ func (w *writer) publish(ctx context.Context, batch []Entry, from, to int, prev 
 		}
 		if err != nil {
 			return publishError(err)
-		}
-		if ack.Duplicate && attempts == 1 {
-			return errRetry
 		}
 		prev = ack.Sequence
 		seqs = append(seqs, prev)
@@ -735,9 +737,10 @@ func (w *writer) publish(ctx context.Context, batch []Entry, from, to int, prev 
 		for _, f := range futures {
 			select {
 			case ack := <-f.Ok():
-				if failed || ack.Duplicate {
+				if failed {
 					return nil, errRetry // a success after a gap: someone else writes this tape
 				}
+				// A duplicate is this commit's own entry (see publishOne).
 				prev = ack.Sequence
 				seqs = append(seqs, prev)
 				i++
