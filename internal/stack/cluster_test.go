@@ -121,13 +121,15 @@ func TestRecoveryAfterLeaderLoss(t *testing.T) {
 		t.Skip("a cluster with three leader losses")
 	}
 	if !recoveryGoalOn {
-		// Known defect (issue 18, open): after the BUB_TAPES leader is
-		// lost, a tape append cut by the dropped connection leaves entries
-		// stored without their index update, and the recorder's retry can
-		// stay on "tape: concurrent writer conflict", so the recorder
-		// sometimes never catches up. Until that is fixed this test is run
-		// by hand, not by make test.
-		t.Skip("known issue-18 defect: the recorder can stay stuck after a tapes leader loss; BUB_RECOVERY_GOAL=1 runs it")
+		// Known defects (issue 18, open). The tapes leader loss now
+		// recovers in about 2s (a retried commit adopts its own entries:
+		// pkg/tape TestJetStreamAdoptsOrphansOnACluster). After the
+		// BUB_EVENTS leader loss, though, the recorder can take longer
+		// than a turn's read-your-writes bound to rebind (one tape.stale),
+		// and a turn can miss its reply deadline while its outbound
+		// publish is handed back (2 of ~200). Until those are fixed this
+		// test is run by hand, not by make test.
+		t.Skip("known issue-18 defects after an events leader loss (a stale tape read, a missed reply deadline); BUB_RECOVERY_GOAL=1 runs it")
 	}
 	start := time.Now()
 	c := stacktest.Start(t, stacktest.Options{Servers: 3, Workers: 2, Instance: "ride",
