@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -122,7 +123,7 @@ func (r Report) Write(w io.Writer) error {
 
 // Session replays every turn of a session's tape entries with a
 // [Replayer] of o, in order; each turn starts from its recorded context.
-func Session(ctx context.Context, session string, entries []tape.Entry, o Options) (Report, error) {
+func Session(ctx context.Context, session string, entries []tape.Entry, o Options) (rep Report, err error) {
 	turns, err := Turns(entries)
 	if err != nil {
 		return Report{}, err
@@ -131,14 +132,15 @@ func Session(ctx context.Context, session string, entries []tape.Entry, o Option
 	if err != nil {
 		return Report{}, err
 	}
-	rep := Report{Session: session}
+	defer func() { err = errors.Join(err, r.Close(context.WithoutCancel(ctx))) }()
+	rep.Session = session
 	for _, t := range turns {
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
 		rep.Results = append(rep.Results, r.Replay(ctx, session, t))
 	}
-	return rep, r.Close(ctx)
+	return rep, nil
 }
 
 // File replays the Bub JSONL tape at path (as `bub tape export` writes
