@@ -121,15 +121,16 @@ func TestRecoveryAfterLeaderLoss(t *testing.T) {
 		t.Skip("a cluster with three leader losses")
 	}
 	if !recoveryGoalOn {
-		// Known defects (issue 18, open). The tapes leader loss now
+		// Known defect (issue 18, open). The tapes leader loss now
 		// recovers in about 2s (a retried commit adopts its own entries:
-		// pkg/tape TestJetStreamAdoptsOrphansOnACluster). After the
-		// BUB_EVENTS leader loss, though, the recorder can take longer
-		// than a turn's read-your-writes bound to rebind (one tape.stale),
-		// and a turn can miss its reply deadline while its outbound
-		// publish is handed back (2 of ~200). Until those are fixed this
-		// test is run by hand, not by make test.
-		t.Skip("known issue-18 defects after an events leader loss (a stale tape read, a missed reply deadline); BUB_RECOVERY_GOAL=1 runs it")
+		// pkg/tape TestJetStreamAdoptsOrphansOnACluster), and an outbound
+		// publish rides out its stream's election instead of handing the
+		// turn back. After the BUB_EVENTS leader loss, though, the first
+		// new turn can still take about the recoveryGoal itself (10.03s
+		// in one of three runs), and the recorder can take longer than a
+		// turn's read-your-writes bound to rebind (a tape.stale). Until
+		// that is fixed this test is run by hand, not by make test.
+		t.Skip("known issue-18 defect: recovery after an events leader loss can exceed its goal; BUB_RECOVERY_GOAL=1 runs it")
 	}
 	start := time.Now()
 	c := stacktest.Start(t, stacktest.Options{Servers: 3, Workers: 2, Instance: "ride",

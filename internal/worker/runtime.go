@@ -377,7 +377,14 @@ func (rt *Runtime) sendNow(ctx context.Context, env *envelope.Envelope) error {
 	if err != nil {
 		return err
 	}
-	ack, err := rt.o.JS.PublishMsg(ctx, msg)
+	// The outbound's id is its Nats-Msg-Id, so a publish retried through
+	// a leader election (BUB_OUTBOUND's leader lost) is stored once; one
+	// attempt would hand the whole turn back instead.
+	var ack *jetstream.PubAck
+	err = jsretry.Read(ctx, func(ctx context.Context) (err error) {
+		ack, err = rt.o.JS.PublishMsg(ctx, msg)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("%w: publishing outbound %s: %w", ErrRetry, env.ID, err)
 	}
