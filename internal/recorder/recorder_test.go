@@ -354,3 +354,45 @@ func TestTapeResetClearsTheSwitches(t *testing.T) {
 		t.Fatalf("switches after a reset then ,model echo:two = %s, want only the new model", got)
 	}
 }
+
+// A worker that died between a new session's bootstrap handoff and its
+// run.started leaves a run of that one event. The turn's next delivery
+// hands off again itself and drops the orphan: nothing stays held (no
+// recorder lag until IdleRun), no run.interrupted is recorded for a run
+// that never started, and the tape holds the rerun once.
+func TestRedeliveredRunDropsTheBootstrapOrphan(t *testing.T) {
+	f := setup(t)
+	f.startRecorder(t, recorder.Config{})
+	handoff := func(meta events.Meta) events.Event {
+		return &events.TapeEventRecorded{Meta: meta, Name: taperec.EventHandoff, Data: map[string]any{"name": tape.BootstrapAnchor, "state": tape.BootstrapState()}}
+	}
+	orphan := &runEvents{id: events.NewID(), session: "s9"}
+	orphan.list = []events.Event{handoff(events.Meta{RunID: orphan.id, SessionID: "s9"})}
+	f.publish(t, orphan, []int{0}, map[int]string{}, false)
+
+	rerun := newRun("s9", "env-9", 3, "hi", "hello")
+	rerun.list[0].(*events.RunStarted).Metadata.Answers.Delivery = 2
+	rerun.list = append([]events.Event{handoff(events.Meta{RunID: rerun.id, SessionID: "s9"})}, rerun.list...)
+	f.publish(t, rerun, []int{0, 1, 2, 3, 4, 5}, map[int]string{}, false)
+
+	entries := f.settled(t, "s9")
+	if got, want := kinds(entries), "anchor event:handoff "+oneRun; got != want {
+		t.Fatalf("tape = %s\nwant  %s", got, want)
+	}
+	for _, e := range entries {
+		if e.Meta["run_id"] != rerun.id {
+			t.Fatalf("entry %d of run %v, want only the rerun's", e.ID, e.Meta["run_id"])
+		}
+	}
+	cons, err := f.js.Consumer(t.Context(), f.names.EventsStream(), f.names.RecorderConsumer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, 5*time.Second, func() (bool, string) {
+		info, err := cons.Info(t.Context())
+		if err != nil {
+			return false, err.Error()
+		}
+		return info.NumAckPending == 0 && info.NumPending == 0, fmt.Sprintf("ack pending %d, pending %d", info.NumAckPending, info.NumPending)
+	})
+}

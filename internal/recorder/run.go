@@ -264,6 +264,9 @@ func (l *lane) replaceHandle(rn *run, ev ce.Event, msg jetstream.Msg) {
 // stale too (known from this lane's memory, or read from the tape index
 // for redeliveries, where a restarted recorder may not remember).
 func (l *lane) supersede(ctx context.Context, rn *run, late bool) (stale bool) {
+	if rn.delivery > 1 {
+		l.dropOrphans(ctx, rn)
+	}
 	if rn.envelope == "" {
 		return false
 	}
@@ -292,6 +295,41 @@ func (l *lane) supersede(ctx context.Context, rn *run, late bool) (stale bool) {
 		}
 	}
 	return false
+}
+
+// dropOrphans acknowledges, without recording them, the held runs of rn's
+// session that recorded nothing but the bootstrap handoff before rn's
+// run.started: a turn's run hands off session/start (a new session's
+// first event) just before its run.started, so such a run's worker died
+// in between, and rn — the turn delivered again, in a session that runs
+// one turn at a time — hands off again itself. Held, the orphan would
+// wait out IdleRun and then leave a run.interrupted for a run that never
+// started.
+func (l *lane) dropOrphans(ctx context.Context, rn *run) {
+	at := rn.items[len(rn.items)-1].stream // rn's run.started
+	for id, other := range l.runs {
+		if id == rn.id || other.session != rn.session || !other.onlyBootstrap(at) {
+			continue
+		}
+		for _, it := range other.items {
+			l.duplicate(ctx, other.session, it.stream, it.msg)
+		}
+		delete(l.runs, id)
+		l.done.put(id, true)
+		l.r.log.Info("recorder.orphan_dropped", "run", id, "session", other.session, "events", len(other.items), "rerun", rn.id)
+	}
+}
+
+// onlyBootstrap reports whether the run holds only bootstrap handoffs
+// stored before stream sequence at.
+func (rn *run) onlyBootstrap(at uint64) bool {
+	for _, it := range rn.items {
+		p, ok := it.payload.(*events.TapeEventData)
+		if !ok || p.Name != taperec.EventHandoff || p.Data["name"] != tape.BootstrapAnchor || it.stream >= at {
+			return false
+		}
+	}
+	return len(rn.items) > 0
 }
 
 // resumed drops run id, which rn resumes: rn opens with a copy of id's
