@@ -337,14 +337,9 @@ func (r *runTape) sync(ctx context.Context) error {
 	defer r.mu.Unlock()
 	for i, p := range r.pending {
 		r.pending[i] = recorded{}
-		// RoundTrip is DecodePayload(ToCloudEvent(ev)) without building
-		// the CloudEvent (half the cost).
-		_, payload, err := events.RoundTrip(p.ev)
-		if errors.Is(err, events.ErrUnregistered) {
-			continue
-		}
+		b, err := taperec.MapEvent(p.ev, r.meta.RunID, p.at)
 		if err == nil {
-			err = taperec.Map(payload, r.meta.RunID, p.at).Apply(ctx, r.fork, r.session)
+			err = b.Apply(ctx, r.fork, r.session)
 		}
 		r.err = errors.Join(r.err, err)
 	}

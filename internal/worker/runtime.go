@@ -161,29 +161,25 @@ func NewRuntime(ctx context.Context, o RuntimeOptions) (_ *Runtime, err error) {
 		}
 	}()
 	reg.Freeze()
-	rt.reg = hooks.New[tape.Store, tape.Context](hooks.WithLogger(o.Log), hooks.WithDecisionObserver(rt.onDecision))
 	rt.agent = agent.New(router, reg, o.Agent, rt.systemPrompt, o.Log)
 	if rt.bridge, err = events.NewBridge(o.JS, o.Names, o.Source, events.WithTraceContext(telemetry.TraceContext)); err != nil {
 		return nil, err
 	}
-	bp := builtin.New(builtin.Options{Runner: rt, Outbox: rt, Switches: rt, Tools: reg, Startup: builtin.Startup{
+	var bp *builtin.Plugin
+	rt.reg, bp, err = builtin.NewRegistry(builtin.Options{Runner: rt, Outbox: rt, Switches: rt, Tools: reg, Startup: builtin.Startup{
 		TapeStore: o.TapeStore,
 		Channels:  o.Channels,
 		Models:    append([]string{cfg.Model}, cfg.FallbackModels...),
-	}})
-	if err := rt.reg.Register(bp); err != nil {
+	}}, o.Plugins, hooks.WithLogger(o.Log), hooks.WithDecisionObserver(rt.onDecision))
+	if err != nil {
 		return nil, err
 	}
 	rt.remote = map[string]bool{}
 	for _, p := range o.Plugins {
-		if err := rt.reg.Register(p); err != nil {
-			return nil, err
-		}
 		if d, ok := hooks.As[hooks.Describer](p); ok && d.Describe().Remote {
 			rt.remote[p.Name()] = true
 		}
 	}
-	bp.SetDispatcher(rt.reg)
 	if err := rt.reg.Start(ctx); err != nil {
 		return nil, err
 	}

@@ -69,17 +69,9 @@ func New(ctx context.Context, o Options) (*Replayer, error) {
 		return nil, errors.Join(err, r.shells.Close())
 	}
 	r.tools.Freeze()
-	r.reg = hooks.New[tape.Store, tape.Context](hooks.WithLogger(o.Log), hooks.WithDecisionObserver(onDecision))
-	bp := builtin.New(builtin.Options{Tools: r.tools})
-	if err := r.reg.Register(bp); err != nil {
+	if r.reg, _, err = builtin.NewRegistry(builtin.Options{Tools: r.tools}, o.Plugins, hooks.WithLogger(o.Log), hooks.WithDecisionObserver(onDecision)); err != nil {
 		return nil, errors.Join(err, r.shells.Close())
 	}
-	for _, p := range o.Plugins {
-		if err := r.reg.Register(p); err != nil {
-			return nil, errors.Join(err, r.shells.Close())
-		}
-	}
-	bp.SetDispatcher(r.reg)
 	if err := r.reg.Start(ctx); err != nil {
 		return nil, errors.Join(err, r.shells.Close())
 	}
@@ -224,22 +216,13 @@ func (tr *turnRun) diverged(format string, args ...any) string {
 // record is the run's TapeRecorder: every event, as the handlers left
 // it, becomes the entries the recorder writes for it.
 func (tr *turnRun) record(ctx context.Context, ev events.Event) {
-	_, payload, err := events.RoundTrip(ev)
-	if errors.Is(err, events.ErrUnregistered) {
-		return
-	}
-	if err == nil {
-		err = tr.apply(ctx, taperec.Map(payload, tr.meta.RunID, time.Now().UTC()))
-	}
-	if err != nil {
-		tr.fail(err)
-	}
-}
-
-func (tr *turnRun) apply(ctx context.Context, b taperec.Batch) error {
+	b, err := taperec.MapEvent(ev, tr.meta.RunID, time.Now().UTC())
 	tr.mu.Lock() // one batch at a time: the calls of a step run concurrently
 	defer tr.mu.Unlock()
-	return b.Apply(ctx, tr.store, tr.session)
+	if err == nil {
+		err = b.Apply(ctx, tr.store, tr.session)
+	}
+	tr.err = errors.Join(tr.err, err)
 }
 
 func (tr *turnRun) stepStarted(_ context.Context, e *events.StepStarted) error {

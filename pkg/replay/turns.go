@@ -106,12 +106,12 @@ func steps(entries []tape.Entry) (map[int]*step, error) {
 			message, _ := e.Payload["message"].(string)
 			cur.err = &bub.Error{Kind: bub.Kind(kind), Message: message}
 		case tape.KindMessage:
-			if role, _ := e.Payload["role"].(string); role == string(llm.RoleAssistant) {
-				var m llm.Message
-				if err := remarshal(e.Payload, &m); err != nil {
-					return nil, fmt.Errorf("replay: entry %d: message: %w", e.ID, err)
-				}
-				cur.text = m.Content.PlainText()
+			text, ok, err := assistantText(e)
+			if err != nil {
+				return nil, fmt.Errorf("replay: entry %d: message: %w", e.ID, err)
+			}
+			if ok {
+				cur.text = text
 			}
 		}
 	}
@@ -188,16 +188,26 @@ func Lines(entries []tape.Entry) []Line {
 		case tape.KindError:
 			add(SectionOutbound, "error %v: %v", e.Payload["kind"], e.Payload["message"])
 		case tape.KindMessage:
-			if e.Payload["role"] == string(llm.RoleAssistant) {
-				var m llm.Message
-				if remarshal(e.Payload, &m) == nil {
-					texts = append(texts, m.Content.PlainText())
-				}
+			if text, ok, err := assistantText(e); ok && err == nil {
+				texts = append(texts, text)
 			}
 		}
 	}
 	flush()
 	return append(out, Line{SectionOutbound, "outbound " + compact(strings.Join(texts, ""))})
+}
+
+// assistantText returns the plain text of an assistant message entry; ok
+// is false for any other message.
+func assistantText(e tape.Entry) (text string, ok bool, err error) {
+	if e.Payload["role"] != string(llm.RoleAssistant) {
+		return "", false, nil
+	}
+	var m llm.Message
+	if err := remarshal(e.Payload, &m); err != nil {
+		return "", false, err
+	}
+	return m.Content.PlainText(), true, nil
 }
 
 // event returns the name and data of an event entry ("" for another kind).

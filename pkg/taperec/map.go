@@ -2,6 +2,7 @@ package taperec
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/bubbus/bub/pkg/bub"
@@ -60,6 +61,21 @@ func (b Batch) Apply(ctx context.Context, w Writer, name string) error {
 	}
 	_, err := w.Append(ctx, name, b.Entries)
 	return err
+}
+
+// MapEvent is [Map] of an in-process event as its CloudEvent carries it
+// (events.RoundTrip, without building the CloudEvent): what a run's local
+// TapeRecorder applies to its own view of the tape. An event type that is
+// not registered (no wire form) gives an empty batch.
+func MapEvent(ev events.Event, runID string, at time.Time) (Batch, error) {
+	_, payload, err := events.RoundTrip(ev)
+	if errors.Is(err, events.ErrUnregistered) {
+		return Batch{}, nil
+	}
+	if err != nil {
+		return Batch{}, err
+	}
+	return Map(payload, runID, at), nil
 }
 
 // Map returns the entries the TapeRecorder writes for an event payload
