@@ -201,7 +201,12 @@ func countRequests(t *testing.T, nc *nats.Conn, parts ...string) (*atomic.Int64,
 		if err := nc.Flush(); err != nil {
 			t.Error(err)
 		}
-		_ = sub.Unsubscribe()
+		// Drain, not Unsubscribe: the requests flushed above may still be
+		// queued for the callback, and Unsubscribe would drop them.
+		if err := sub.Drain(); err != nil {
+			t.Error(err)
+		}
+		natstest.Eventually(t, 5*time.Second, func() (bool, string) { return !sub.IsValid(), "the request counter still drains" })
 	}
 }
 
@@ -273,5 +278,46 @@ func TestSteerFromAnotherWorkerIsSweptByATurnWithoutAdmitter(t *testing.T) {
 	raw, err := st.GetLastMsgForSubject(t.Context(), f.names.Inbound("http"))
 	if err != nil || raw.Header.Get(subjects.HeaderMsgID) != "b/follow_up" {
 		t.Fatalf("steering message not re-injected as a follow-up: %v", err)
+	}
+}
+
+// The registry's writes ride out a bucket that does not answer for a
+// while (as while a cluster elects the bucket's leader, longer than
+// nats.go's own retries of "no responders"): registering a turn and its
+// done marker are retried, so the turn is not handed back (before, five
+// quick hand-backs during one election dead-lettered it).
+func TestRegistryWritesRideOutAnUnansweredBucket(t *testing.T) {
+	srv := natstest.Start(t)
+	names := subjects.Default()
+	_, js := srv.JetStream(t)
+	topo := natsx.Topology{MemoryStorage: true, TurnTTL: time.Second}
+	if err := natsx.EnsureTopology(t.Context(), js, names, topo); err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewRegistry(t.Context(), js, names, RegistryOptions{TTL: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	gone := func() {
+		t.Helper()
+		if err := js.DeleteStream(t.Context(), "KV_"+names.TurnsBucket()); err != nil {
+			t.Fatal(err)
+		}
+		time.AfterFunc(time.Second, func() { _ = natsx.EnsureTopology(t.Context(), js, names, topo) })
+	}
+	gone()
+	key := names.TurnRunKey("s", "e1")
+	l, err := r.hold(t.Context(), key, entry{Envelope: "e1"})
+	if err != nil {
+		t.Fatalf("hold = %v, want the registration retried until the bucket answers", err)
+	}
+	l.stop()
+	gone()
+	if err := r.MarkDone(t.Context(), "e1", nil); err != nil {
+		t.Fatalf("MarkDone = %v, want it retried until the bucket answers", err)
+	}
+	if _, err := r.kv.Get(t.Context(), names.DoneKey("e1")); err != nil {
+		t.Fatalf("done marker: %v", err)
 	}
 }

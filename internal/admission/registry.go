@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/bubbus/bub/internal/replies"
+	"github.com/bubbus/bub/pkg/jsretry"
 	"github.com/bubbus/bub/pkg/subjects"
 )
 
@@ -240,7 +241,9 @@ func (r *Registry) hold(ctx context.Context, key string, v any) (*lease, error) 
 		return nil, err
 	}
 	l := &lease{r: r, key: key, val: b}
-	if err := l.beat(ctx); err != nil {
+	// A rewrite of the same value is harmless, so the first write rides
+	// out the bucket's leader election instead of handing the turn back.
+	if err := jsretry.Read(ctx, l.beat); err != nil {
 		return nil, fmt.Errorf("registering %s: %w", key, err)
 	}
 	r.mu.Lock()
@@ -338,8 +341,11 @@ func (r *Registry) MarkDone(ctx context.Context, envelope string, sent []replies
 	if err != nil {
 		return err
 	}
-	_, err = r.js.Publish(ctx, r.names.KVPut(r.js.Options().Domain, r.bucket, r.names.DoneKey(envelope)), value, jetstream.WithMsgTTL(r.doneTTL))
-	return err
+	// Idempotent: retried through the bucket's leader election.
+	return jsretry.Read(ctx, func(ctx context.Context) error {
+		_, err := r.js.Publish(ctx, r.names.KVPut(r.js.Options().Domain, r.bucket, r.names.DoneKey(envelope)), value, jetstream.WithMsgTTL(r.doneTTL))
+		return err
+	})
 }
 
 // queuedTTL bounds how long a queued-steering marker outlives a worker

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/bubbus/bub/internal/replies"
@@ -96,7 +95,7 @@ func (g *Gateway) stored(ctx context.Context, id string, marker []byte) ([]envel
 		if err != nil {
 			return nil, fmt.Errorf("reading reply %s sequence %d: %w", ref.Stream, ref.Seq, err)
 		}
-		env, err := decodeOutbound(&nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data})
+		env, err := decodeOutbound(m.Header, m.Data)
 		if err != nil {
 			return nil, fmt.Errorf("reply %s sequence %d: %w", ref.Stream, ref.Seq, err)
 		}

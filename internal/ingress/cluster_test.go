@@ -19,6 +19,7 @@ import (
 	"github.com/bubbus/bub/internal/natstest"
 	"github.com/bubbus/bub/internal/natsx"
 	"github.com/bubbus/bub/pkg/events"
+	"github.com/bubbus/bub/pkg/jsretry"
 	"github.com/bubbus/bub/pkg/subjects"
 )
 
@@ -89,11 +90,18 @@ func TestPublishRidesOutLeaderLoss(t *testing.T) {
 	t.Logf("%d messages accepted, %d POSTs answered 503 and posted again", len(accepted), retried)
 
 	stored := map[string]int{}
-	st, err := js.Stream(t.Context(), names.InboundStream())
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := st.Info(t.Context())
+	var (
+		st   jetstream.Stream
+		info *jetstream.StreamInfo
+	)
+	// the stream may still be electing its leader (the clients were done
+	// before it)
+	err := jsretry.Read(t.Context(), func(ctx context.Context) (err error) {
+		if st, err = js.Stream(ctx, names.InboundStream()); err == nil {
+			info, err = st.Info(ctx)
+		}
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,7 +81,7 @@ func FuzzDecodeOutbound(f *testing.F) {
 		h := nats.Header{}
 		eachHeader(headers, h.Add)
 		m := &nats.Msg{Subject: "bub.outbound.http.s", Header: h, Data: body}
-		if _, err := decodeOutbound(m); err != nil {
+		if _, err := decodeOutbound(m.Header, m.Data); err != nil {
 			return
 		}
 		ev, err := events.FromMsg(m)

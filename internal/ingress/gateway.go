@@ -37,11 +37,18 @@ func NewPublisher(js jetstream.JetStream, names subjects.Names, source string) *
 
 // Gateway is a [Publisher] that also collects the outbound envelopes that
 // answer what it published (for ?wait and the CLI).
+//
+// It reads them from the outbound stream with an ordered consumer (new
+// messages only), not a core subscription: a core subscription misses
+// what is published while its connection moves to another server (lame
+// duck, a lost server) or while its server is cut off from the stream's
+// leader, and the POST waiting for that reply would wait out its ?wait.
+// The ordered consumer resumes after its last message instead.
 type Gateway struct {
 	*Publisher
-	nc  *nats.Conn
-	log *slog.Logger
-	sub *nats.Subscription
+	nc   *nats.Conn // for the core requests and subscriptions of the HTTP server
+	log  *slog.Logger
+	stop func()
 
 	mu      sync.Mutex
 	waiters map[string]map[*waiter]struct{} // by inbound envelope id (a retry may wait beside the first POST)
@@ -54,24 +61,53 @@ type waiter struct {
 	done chan struct{}
 }
 
-// NewGateway subscribes to outbound envelopes and returns a gateway.
-// Close it to unsubscribe.
+// NewGateway starts collecting outbound envelopes (the outbound stream
+// must exist) and returns a gateway. Close it to stop.
 func NewGateway(nc *nats.Conn, js jetstream.JetStream, names subjects.Names, source string, log *slog.Logger) (*Gateway, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	g := &Gateway{Publisher: NewPublisher(js, names, source), nc: nc, log: log, waiters: map[string]map[*waiter]struct{}{}}
-	sub, err := nc.Subscribe(names.OutboundAll(), g.onOutbound)
+	ctx, cancel := context.WithTimeout(context.Background(), jsretry.ReadBound)
+	defer cancel()
+	var cons jetstream.Consumer
+	err := jsretry.Read(ctx, func(ctx context.Context) (err error) {
+		cons, err = js.OrderedConsumer(ctx, names.OutboundStream(), jetstream.OrderedConsumerConfig{
+			FilterSubjects: []string{names.OutboundAll()}, DeliverPolicy: jetstream.DeliverNewPolicy,
+		})
+		return err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("subscribing to outbound: %w", err)
+		return nil, fmt.Errorf("reading outbound: %w", err)
 	}
-	sub.SetPendingLimits(-1, 256<<20)
-	g.sub = sub
+	it, err := cons.Messages(jsretry.PullOptions(256)...)
+	if err != nil {
+		return nil, fmt.Errorf("reading outbound: %w", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			m, err := it.Next()
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return
+			}
+			if err != nil {
+				g.log.Warn("ingress.outbound_pull_error", "err", err)
+				continue
+			}
+			g.onOutbound(m.Subject(), m.Headers(), m.Data())
+		}
+	}()
+	g.stop = func() { it.Stop(); <-done }
 	return g, nil
 }
 
 // Close stops collecting outbound envelopes.
-func (g *Gateway) Close() error { return g.sub.Unsubscribe() }
+func (g *Gateway) Close() error {
+	g.stop()
+	return nil
+}
 
 // Receipt says what happened to a published envelope.
 type Receipt struct {
@@ -198,9 +234,9 @@ func (g *Gateway) partial(w *waiter) []envelope.Envelope {
 }
 
 // decodeOutbound returns the envelope an outbound CloudEvent carries.
-func decodeOutbound(msg *nats.Msg) (envelope.Envelope, error) {
+func decodeOutbound(header nats.Header, data []byte) (envelope.Envelope, error) {
 	var env envelope.Envelope
-	ev, err := events.FromMsg(msg)
+	ev, err := events.Decode(header, data)
 	if err != nil {
 		return env, err
 	}
@@ -211,10 +247,10 @@ func decodeOutbound(msg *nats.Msg) (envelope.Envelope, error) {
 	return env, err
 }
 
-func (g *Gateway) onOutbound(msg *nats.Msg) {
-	env, err := decodeOutbound(msg)
+func (g *Gateway) onOutbound(subject string, header nats.Header, data []byte) {
+	env, err := decodeOutbound(header, data)
 	if err != nil {
-		g.log.Warn("ingress.outbound_undecodable", "subject", msg.Subject, "err", err)
+		g.log.Warn("ingress.outbound_undecodable", "subject", subject, "err", err)
 		return
 	}
 	g.mu.Lock()
@@ -224,7 +260,7 @@ func (g *Gateway) onOutbound(msg *nats.Msg) {
 		taken = w.add(env) || taken
 	}
 	if taken {
-		_, span := telemetry.StartReceive(context.Background(), msg.Header, msg.Subject, env.ID)
+		_, span := telemetry.StartReceive(context.Background(), header, subject, env.ID)
 		span.End()
 	}
 }

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/bubbus/bub/pkg/envelope"
 )
@@ -34,5 +35,24 @@ func TestHoldFailureReply(t *testing.T) {
 				t.Errorf("takeFailure = %v, want the reply only when held", got)
 			}
 		})
+	}
+}
+
+// A handed-back turn waits longer at each delivery, so the five default
+// deliveries span 15s: more than a cluster's leader election (4–9s).
+func TestHandBackDelayOutlastsAnElection(t *testing.T) {
+	want := []time.Duration{time.Second, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 8 * time.Second}
+	var span time.Duration
+	for delivery, w := range want {
+		got := handBackDelay(uint64(delivery))
+		if got != w {
+			t.Errorf("handBackDelay(%d) = %v, want %v", delivery, got, w)
+		}
+		if delivery >= 1 && delivery < 5 {
+			span += got
+		}
+	}
+	if span != 15*time.Second {
+		t.Errorf("five deliveries span %v, want 15s", span)
 	}
 }

@@ -212,14 +212,24 @@ func (w *Worker) handle(ctx context.Context, cfg Config, msg jetstream.Msg, stop
 			}
 			return
 		}
-		log.Warn("worker.turn_handed_back", "err", err)
-		_ = msg.NakWithDelay(time.Second)
+		delay := handBackDelay(in.Delivery)
+		log.Warn("worker.turn_handed_back", "err", err, "redelivery_in", delay)
+		_ = msg.NakWithDelay(delay)
 	default:
 		log.Warn("worker.turn_failed", "err", err)
 		if aerr := msg.DoubleAck(ctx); aerr != nil {
 			log.Warn("worker.ack_failed", "err", aerr)
 		}
 	}
+}
+
+// handBackDelay is how long a turn handed back at its delivery-th
+// delivery waits for its next: 1s, doubled per delivery up to 8s, so the
+// default five deliveries span 15s and a turn that keeps meeting a
+// cluster's leader election (4–9s) outlasts it instead of being
+// dead-lettered.
+func handBackDelay(delivery uint64) time.Duration {
+	return time.Second << min(max(delivery, 1)-1, 3)
 }
 
 // keepAlive sends in-progress acks every period until stop is called,

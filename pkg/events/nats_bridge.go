@@ -428,38 +428,53 @@ func (b *Bridge) collect() {
 // await waits for p's acknowledgement until ackTimeout after it was sent.
 // An acknowledgement that is already in counts even when the collector
 // reaches it late. A publish that failed because its connection dropped
-// (nats.ErrDisconnected) or is unanswered after [republishAfter] — its
-// stream leader was lost with it — is published again, the same message
-// with the same Nats-Msg-Id, so JetStream stores it once. Other failures
-// (no stream: JetStream's own retries of it are over) are reported.
+// (nats.ErrDisconnected), that found no stream leader to answer (an
+// election) or is unanswered after [republishAfter] — its stream leader
+// was lost with it — is published again, the same message with the same
+// Nats-Msg-Id, so JetStream stores it once, until ackTimeout. Other
+// failures are reported.
 func (b *Bridge) await(p pendingAck, timer *time.Timer) error {
-	select {
-	case <-p.future.Ok():
-		return nil
-	case err := <-p.future.Err():
-		if !retryable(err) {
-			return p.failed(err)
-		}
-	default:
-	}
 	timer.Reset(time.Until(p.sent.Add(b.ackTimeout)))
 	future := p.future
+	var last error // the last retryable failure
+	timedOut := func() error {
+		if last != nil {
+			return p.failed(fmt.Errorf("%w (last attempt: %w)", ErrAckTimeout, last))
+		}
+		return p.failed(ErrAckTimeout)
+	}
 	for {
-		again := time.NewTimer(republishAfter)
+		var err error
 		select {
 		case <-future.Ok():
-			again.Stop()
 			return nil
-		case err := <-future.Err():
-			if !retryable(err) {
+		case err = <-future.Err():
+		default:
+			again := time.NewTimer(republishAfter)
+			select {
+			case <-future.Ok():
 				again.Stop()
+				return nil
+			case err = <-future.Err():
+				again.Stop()
+			case <-again.C:
+			case <-timer.C:
+				again.Stop()
+				return timedOut()
+			}
+		}
+		if err != nil {
+			if !retryable(err) {
 				return p.failed(err)
 			}
-			<-again.C // a pause before publishing again
-		case <-again.C:
-		case <-timer.C:
-			again.Stop()
-			return p.failed(ErrAckTimeout)
+			last = err
+			pause := time.NewTimer(retryPause)
+			select {
+			case <-pause.C:
+			case <-timer.C:
+				pause.Stop()
+				return timedOut()
+			}
 		}
 		f, err := b.js.PublishMsgAsync(p.future.Msg(), b.pubOpts...)
 		if err == nil {
@@ -472,9 +487,18 @@ func (b *Bridge) await(p pendingAck, timer *time.Timer) error {
 // it is published again (within the bridge's ack timeout).
 const republishAfter = 2 * time.Second
 
+// retryPause is the pause before an event whose publish failed
+// transiently is published again: short, so a run goes on soon after its
+// stream's new leader is elected.
+const retryPause = 250 * time.Millisecond
+
 // retryable reports whether a failed event publish is worth publishing
-// again.
-func retryable(err error) bool { return errors.Is(err, nats.ErrDisconnected) }
+// again: its connection dropped, or its stream has no leader to answer
+// (nats.go's own retries of "no responders" are over: an election
+// outlasts them).
+func retryable(err error) bool {
+	return errors.Is(err, nats.ErrDisconnected) || errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders)
+}
 
 // failed returns err as the failure to publish p.
 func (p pendingAck) failed(err error) error {

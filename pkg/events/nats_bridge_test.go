@@ -146,10 +146,13 @@ func TestBridgePublishes(t *testing.T) {
 
 // TestBridgeFlushReportsPublishFailure: with no stream, every publish
 // fails, and Flush says so — once.
+// TestBridgeFlushReportsPublishFailure: with no stream to store them
+// until the ack timeout, Flush reports the publishes as not
+// acknowledged, with the last attempt's error, once.
 func TestBridgeFlushReportsPublishFailure(t *testing.T) {
 	s := natstest.Start(t)
 	_, js := s.JetStream(t)
-	br := newBridge(t, js, subjects.Default())
+	br := newBridge(t, js, subjects.Default(), events.WithAckTimeout(time.Second))
 	var bus events.Bus
 	att := br.Attach(&bus)
 	ctx := withDeadline(t)
@@ -159,14 +162,43 @@ func TestBridgeFlushReportsPublishFailure(t *testing.T) {
 		}
 	}
 	err := att.Flush(ctx)
-	if !errors.Is(err, jetstream.ErrNoStreamResponse) {
-		t.Fatalf("Flush = %v, want no stream response", err)
+	if !errors.Is(err, jetstream.ErrNoStreamResponse) || !errors.Is(err, events.ErrAckTimeout) {
+		t.Fatalf("Flush = %v, want not acknowledged after no stream response", err)
 	}
 	if err := att.Flush(ctx); err != nil {
 		t.Fatalf("second Flush = %v, want nil: errors are reported once", err)
 	}
 	if err := br.Flush(ctx); !errors.Is(err, jetstream.ErrNoStreamResponse) {
 		t.Fatalf("Bridge.Flush = %v, want the same failures", err)
+	}
+}
+
+// TestBridgeRidesOutAStreamWithoutLeader: while no server answers for the
+// events stream (as while a cluster elects its leader, which outlasts
+// nats.go's own retries of "no responders"), the bridge publishes each
+// event again with the same id; once the stream answers, Flush succeeds
+// and the stream holds every event once.
+func TestBridgeRidesOutAStreamWithoutLeader(t *testing.T) {
+	s := natstest.Start(t)
+	_, js := s.JetStream(t)
+	names := subjects.Default()
+	br := newBridge(t, js, names)
+	var bus events.Bus
+	att := br.Attach(&bus)
+	ctx := withDeadline(t)
+	const n = 5
+	for step := range n {
+		if _, err := events.Emit(ctx, &bus, &events.StepStarted{Meta: events.Meta{RunID: "r", SessionID: "s"}, Step: step + 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(1500 * time.Millisecond) // nats.go's retries are over: no stream response
+	stream := createEventsStream(t, js, names)
+	if err := att.Flush(ctx); err != nil {
+		t.Fatalf("Flush = %v, want every event stored once its stream answers", err)
+	}
+	if info, err := stream.Info(ctx); err != nil || info.State.Msgs != n {
+		t.Fatalf("stream holds %v messages (%v), want %d", info.State.Msgs, err, n)
 	}
 }
 
