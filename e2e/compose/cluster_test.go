@@ -27,7 +27,11 @@ import (
 // Their client ports are fixed free ones, so a restarted server is found
 // again on the host.
 func threeServers(t *testing.T) clusterOpts {
-	env := []string{"BUB_ACK_WAIT=5s"} // a dead worker's turns come back soon
+	// The shipped delivery settings (BUB_ACK_WAIT 30s): no worker dies
+	// here, and a shorter ack wait than a consumer's leader election
+	// redelivers every turn in flight whose progress acks the election
+	// lost, while it still runs.
+	var env []string
 	for _, v := range []string{"BUB_NATS_PUBLISH", "BUB_NATS2_PUBLISH", "BUB_NATS3_PUBLISH"} {
 		env = append(env, v+"="+proctest.FreeAddr(t))
 	}
