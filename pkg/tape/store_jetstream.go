@@ -238,6 +238,11 @@ const (
 	publishWindow     = 512  // async publishes in flight per window
 	fetchChunk        = 1024 // messages per pull request
 	smallReadMax      = 8    // reads of at most this many messages use message gets
+	// asyncAckTimeout bounds the wait for a window of pipelined
+	// publishes' acknowledgements: nats.go's asynchronous publishes have
+	// no deadline of their own, and those sent to a stream leader that is
+	// lost are never answered (an append waited forever on them).
+	asyncAckTimeout = 5 * time.Second
 )
 
 // errRetry makes Append or Fetch start over from a fresh index; errWait
@@ -247,6 +252,8 @@ var (
 	errRetry = errors.New("tape: retry")
 	errWait  = errors.New("tape: waited for another writer")
 	errTail  = errors.New("tape: unexpected last entry")
+	// errAckLost: a publish was not acknowledged within asyncAckTimeout.
+	errAckLost = errors.New("tape: publish not acknowledged in time")
 )
 
 func (s *JetStreamStore) lock(tape string) *sync.Mutex {
@@ -734,6 +741,8 @@ func (w *writer) publish(ctx context.Context, batch []Entry, from, to int, prev 
 		}
 		unlock()
 		failed := false
+		lost := time.NewTimer(asyncAckTimeout)
+		defer lost.Stop()
 		for _, f := range futures {
 			select {
 			case ack := <-f.Ok():
@@ -749,6 +758,11 @@ func (w *writer) publish(ctx context.Context, batch []Entry, from, to int, prev 
 					return nil, fmt.Errorf("publishing: %w", err)
 				}
 				failed, pipelined = true, false
+			case <-lost.C:
+				// The acknowledgements went with the stream's leader:
+				// start over from a fresh index; what was stored is this
+				// commit's own and is adopted (see repair).
+				return nil, errRetry
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}
@@ -1000,6 +1014,7 @@ func (s *JetStreamStore) Archive(ctx context.Context, tape string, entries []Ent
 				return "", fmt.Errorf("archiving tape %q: %w", tape, err)
 			}
 		}
+		lost := time.NewTimer(asyncAckTimeout)
 		for _, f := range futures {
 			select {
 			case ack := <-f.Ok():
@@ -1009,6 +1024,8 @@ func (s *JetStreamStore) Archive(ctx context.Context, tape string, entries []Ent
 				last = ack.Sequence
 			case err := <-f.Err():
 				return "", fmt.Errorf("archiving tape %q: %w", tape, err)
+			case <-lost.C:
+				return "", fmt.Errorf("archiving tape %q: %w", tape, errAckLost)
 			case <-ctx.Done():
 				return "", fmt.Errorf("archiving tape %q: %w", tape, ctx.Err())
 			}
