@@ -30,7 +30,7 @@ const discoveryWait = 300 * time.Millisecond
 type Status struct {
 	Server       Server        `json:"server"`
 	Streams      []Stream      `json:"streams"`
-	Consumers    []Consumer    `json:"consumers"`
+	Consumers    []Consumer    `json:"consumers"` // the durable ones
 	Workers      Workers       `json:"workers"`
 	Interceptors []Interceptor `json:"interceptors"`
 	Recorder     *Recorder     `json:"recorder,omitempty"`
@@ -185,6 +185,9 @@ func Collect(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, n subje
 		}
 		lister := s.ListConsumers(ctx)
 		for ci := range lister.Info() {
+			if ci.Config.Durable == "" {
+				continue // a reader's ephemeral consumer (ingress's replies, a tape read), not the deployment's
+			}
 			cs := Consumer{Stream: name, Name: ci.Name, Pending: ci.NumPending, AckPending: ci.NumAckPending,
 				Redelivered: ci.NumRedelivered, Waiting: ci.NumWaiting, AckFloor: ci.AckFloor.Stream, LastActive: ci.Delivered.Last}
 			st.Consumers = append(st.Consumers, cs)
