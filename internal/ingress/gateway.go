@@ -68,10 +68,8 @@ func NewGateway(nc *nats.Conn, js jetstream.JetStream, names subjects.Names, sou
 		log = slog.New(slog.DiscardHandler)
 	}
 	g := &Gateway{Publisher: NewPublisher(js, names, source), nc: nc, log: log, waiters: map[string]map[*waiter]struct{}{}}
-	ctx, cancel := context.WithTimeout(context.Background(), jsretry.ReadBound)
-	defer cancel()
 	var cons jetstream.Consumer
-	err := jsretry.Read(ctx, func(ctx context.Context) (err error) {
+	err := jsretry.Read(context.Background(), func(ctx context.Context) (err error) { // bounded by jsretry.ReadBound
 		cons, err = js.OrderedConsumer(ctx, names.OutboundStream(), jetstream.OrderedConsumerConfig{
 			FilterSubjects: []string{names.OutboundAll()}, DeliverPolicy: jetstream.DeliverNewPolicy,
 		})

@@ -238,15 +238,7 @@ func TestRecorderRestartMidRun(t *testing.T) {
 	r := newRun("s5", "env-5", 2, "hi", "hello")
 	ids := map[int]string{}
 	f.publish(t, r, []int{0, 1, 2}, ids, false)
-	cons, err := f.js.Consumer(context.Background(), f.names.EventsStream(), f.names.RecorderConsumer())
-	if err != nil {
-		t.Fatal(err)
-	}
-	natstest.Eventually(t, 10*time.Second, func() (bool, string) {
-		info, err := cons.Info(context.Background())
-		if err != nil {
-			return false, err.Error()
-		}
+	f.waitRecorderConsumer(t, 10*time.Second, func(info *jetstream.ConsumerInfo) (bool, string) {
 		return info.NumAckPending == 3, fmt.Sprintf("ack pending %d, want 3", info.NumAckPending)
 	})
 	stop()
@@ -384,15 +376,24 @@ func TestRedeliveredRunDropsTheBootstrapOrphan(t *testing.T) {
 			t.Fatalf("entry %d of run %v, want only the rerun's", e.ID, e.Meta["run_id"])
 		}
 	}
+	f.waitRecorderConsumer(t, 5*time.Second, func(info *jetstream.ConsumerInfo) (bool, string) {
+		return info.NumAckPending == 0 && info.NumPending == 0, fmt.Sprintf("ack pending %d, pending %d", info.NumAckPending, info.NumPending)
+	})
+}
+
+// waitRecorderConsumer waits up to d until the recorder's durable
+// consumer's state satisfies ok.
+func (f *fixture) waitRecorderConsumer(t *testing.T, d time.Duration, ok func(*jetstream.ConsumerInfo) (bool, string)) {
+	t.Helper()
 	cons, err := f.js.Consumer(t.Context(), f.names.EventsStream(), f.names.RecorderConsumer())
 	if err != nil {
 		t.Fatal(err)
 	}
-	natstest.Eventually(t, 5*time.Second, func() (bool, string) {
+	natstest.Eventually(t, d, func() (bool, string) {
 		info, err := cons.Info(t.Context())
 		if err != nil {
 			return false, err.Error()
 		}
-		return info.NumAckPending == 0 && info.NumPending == 0, fmt.Sprintf("ack pending %d, pending %d", info.NumAckPending, info.NumPending)
+		return ok(info)
 	})
 }
