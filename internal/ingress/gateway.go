@@ -68,10 +68,21 @@ func NewGateway(nc *nats.Conn, js jetstream.JetStream, names subjects.Names, sou
 		log = slog.New(slog.DiscardHandler)
 	}
 	g := &Gateway{Publisher: NewPublisher(js, names, source), nc: nc, log: log, waiters: map[string]map[*waiter]struct{}{}}
+	// The consumer starts after the stream's last message by sequence, not
+	// with DeliverNew: an ordered consumer that resets (a missed heartbeat,
+	// a leader change) before its first message reapplies its deliver
+	// policy, and DeliverNew would then skip the replies published in the
+	// gap.
 	var cons jetstream.Consumer
-	err := jsretry.Read(context.Background(), func(ctx context.Context) (err error) { // bounded by jsretry.ReadBound
-		cons, err = js.OrderedConsumer(ctx, names.OutboundStream(), jetstream.OrderedConsumerConfig{
-			FilterSubjects: []string{names.OutboundAll()}, DeliverPolicy: jetstream.DeliverNewPolicy,
+	err := jsretry.Read(context.Background(), func(ctx context.Context) error { // bounded by jsretry.ReadBound
+		st, err := js.Stream(ctx, names.OutboundStream())
+		if err != nil {
+			return err
+		}
+		cons, err = st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+			FilterSubjects: []string{names.OutboundAll()},
+			DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
+			OptStartSeq:    st.CachedInfo().State.LastSeq + 1,
 		})
 		return err
 	})
