@@ -68,7 +68,7 @@ func (g *Gateway) consumer(ctx context.Context, channel string) (jetstream.Consu
 	if err != nil {
 		return nil, fmt.Errorf("ensuring consumer %s: %w", cfg.Durable, err)
 	}
-	cons, err := g.o.JS.Consumer(ctx, stream, cfg.Durable)
+	cons, err := jsretry.Consumer(ctx, g.o.JS, stream, cfg.Durable)
 	if err != nil {
 		return nil, fmt.Errorf("binding consumer %s: %w", cfg.Durable, err)
 	}

@@ -83,8 +83,7 @@ func (c *Cluster) JetStream(t testing.TB) (*nats.Conn, jetstream.JetStream) {
 // ports, store and routes, and waits until the cluster is ready again.
 func (c *Cluster) Restart(t testing.TB, i int) *Server {
 	t.Helper()
-	c.Servers[i].WaitForShutdown()
-	c.Servers[i] = StartWithOptions(t, c.Servers[i].opts.Clone())
+	c.Servers[i] = c.Servers[i].Restart(t)
 	c.waitReady(t)
 	return c.Servers[i]
 }
@@ -95,20 +94,25 @@ func (c *Cluster) waitReady(t testing.TB) {
 	deadline := time.Now().Add(30 * time.Second)
 	for !c.ready() {
 		if time.Now().After(deadline) {
-			t.Fatal("natstest: the cluster elected no JetStream meta leader within 30s")
+			t.Fatal("natstest: within 30s the cluster had no JetStream meta leader seeing every server online")
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 }
 
-// ready reports whether a meta leader exists and every server is current.
+// ready reports whether every server is current and a meta leader sees
+// every server as a peer it can place assets on (online, with JetStream
+// and its stats received): until then a stream of as many replicas as
+// servers fails with "no suitable peers for placement, peer offline".
 func (c *Cluster) ready() bool {
 	leader := false
 	for _, s := range c.Servers {
 		if !s.JetStreamIsCurrent() {
 			return false
 		}
-		leader = leader || s.JetStreamIsLeader()
+		if s.JetStreamIsLeader() {
+			leader = len(s.JetStreamClusterPeers()) == len(c.Servers)
+		}
 	}
 	return leader
 }

@@ -63,6 +63,15 @@ func StartWithOptions(t testing.TB, opts *server.Options) *Server {
 	return &Server{Server: s, URL: s.ClientURL(), StoreDir: opts.StoreDir, opts: started}
 }
 
+// Restart shuts s down (if it is not already) and starts a new server on
+// its port with its store, which it returns.
+func (s *Server) Restart(t testing.TB) *Server {
+	t.Helper()
+	s.Shutdown()
+	s.WaitForShutdown()
+	return StartWithOptions(t, s.opts.Clone())
+}
+
 // Conn returns a client connection closed when the test ends.
 func (s *Server) Conn(t testing.TB, opts ...nats.Option) *nats.Conn {
 	t.Helper()

@@ -79,7 +79,7 @@ const drainGrace = 5 * time.Second
 
 // to the next recorder.
 func (r *Recorder) Run(ctx context.Context) error {
-	cons, err := r.js.Consumer(ctx, r.names.EventsStream(), r.names.RecorderConsumer())
+	cons, err := jsretry.Consumer(ctx, r.js, r.names.EventsStream(), r.names.RecorderConsumer())
 	if err != nil {
 		return fmt.Errorf("binding recorder consumer: %w", err)
 	}

@@ -276,6 +276,7 @@ func TestLameDuckMovesClients(t *testing.T) {
 		t.Skip("a cluster in lame-duck mode")
 	}
 	c := stacktest.Start(t, stacktest.Options{Servers: 3, Workers: 2, Instance: "ldm",
+		Log:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Script: fakellm.Script{Steps: []fakellm.Step{{Echo: true, Repeat: true, Delay: fakellm.Duration(50 * time.Millisecond)}}}})
 	const sessions = 4
 	load := &turnLoad{c: c, sent: map[string]time.Time{}, answered: map[string]time.Time{}}

@@ -120,7 +120,7 @@ func New(cfg Config, js jetstream.JetStream, names subjects.Names, proc Processo
 // turns finish within the grace period, and hands back (naks) those that
 // do not.
 func (w *Worker) Run(ctx context.Context) error {
-	cons, err := w.js.Consumer(ctx, w.names.InboundStream(), w.names.WorkerConsumer())
+	cons, err := jsretry.Consumer(ctx, w.js, w.names.InboundStream(), w.names.WorkerConsumer())
 	if err != nil {
 		return fmt.Errorf("binding worker consumer: %w", err)
 	}
@@ -187,6 +187,15 @@ func (w *Worker) Load() (running, concurrency int) {
 	return int(w.running.Load()), int(w.concurrency.Load())
 }
 
+// doubleAck acknowledges msg and waits for the server's confirmation,
+// riding out a consumer leader election (an ack nobody answers, "no
+// responders" while the consumer has no leader): an ack lost there would
+// redeliver a finished turn after the ack wait. Acknowledging again is
+// harmless.
+func doubleAck(ctx context.Context, msg jetstream.Msg) error {
+	return jsretry.Read(ctx, msg.DoubleAck)
+}
+
 func (w *Worker) handle(ctx context.Context, cfg Config, msg jetstream.Msg, stopping <-chan struct{}) {
 	in, reason, err := decode(msg)
 	if err != nil {
@@ -202,7 +211,7 @@ func (w *Worker) handle(ctx context.Context, cfg Config, msg jetstream.Msg, stop
 	stop()
 	switch {
 	case err == nil:
-		if aerr := msg.DoubleAck(ctx); aerr != nil {
+		if aerr := doubleAck(ctx, msg); aerr != nil {
 			log.Warn("worker.ack_failed", "err", aerr)
 		}
 	case errors.Is(err, ErrRetry) || ctx.Err() != nil:
@@ -217,7 +226,7 @@ func (w *Worker) handle(ctx context.Context, cfg Config, msg jetstream.Msg, stop
 		_ = msg.NakWithDelay(delay)
 	default:
 		log.Warn("worker.turn_failed", "err", err)
-		if aerr := msg.DoubleAck(ctx); aerr != nil {
+		if aerr := doubleAck(ctx, msg); aerr != nil {
 			log.Warn("worker.ack_failed", "err", aerr)
 		}
 	}

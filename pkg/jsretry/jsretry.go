@@ -117,3 +117,16 @@ func Read(ctx context.Context, op func(context.Context) error) error {
 		return op(actx)
 	})
 }
+
+// Consumer binds the durable consumer name on stream through [Read]: a
+// service that starts, or binds again, while its server is in lame-duck
+// mode, its connection moves or the consumer's leader is being elected
+// gets the consumer once the cluster answers, not a failed start.
+func Consumer(ctx context.Context, js jetstream.JetStream, stream, name string) (jetstream.Consumer, error) {
+	var cons jetstream.Consumer
+	err := Read(ctx, func(ctx context.Context) (err error) {
+		cons, err = js.Consumer(ctx, stream, name)
+		return err
+	})
+	return cons, err
+}

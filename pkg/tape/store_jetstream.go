@@ -964,7 +964,14 @@ func (s *JetStreamStore) WaitWatermark(ctx context.Context, tape, key string, at
 	if err != nil || ix.reached(key, atLeast) {
 		return ix, err
 	}
-	w, err := s.kv.Watch(ctx, subjects.Token(tape))
+	var w jetstream.KeyWatcher
+	// Retried through a connection moving or an election. The watcher
+	// lives as long as the context it is created with, so each attempt
+	// gets ctx itself rather than Read's shorter per-attempt one.
+	err = jsretry.Read(ctx, func(context.Context) (err error) {
+		w, err = s.kv.Watch(ctx, subjects.Token(tape))
+		return err
+	})
 	if err != nil {
 		return ix, waitError(tape, key, atLeast, ix, err)
 	}

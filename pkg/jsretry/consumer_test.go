@@ -1,0 +1,62 @@
+package jsretry_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/bubbus/bub/internal/natstest"
+	"github.com/bubbus/bub/pkg/jsretry"
+)
+
+// TestConsumerRidesOutAServerRestart: binding a durable consumer while the
+// only server is down fails with one attempt; jsretry.Consumer, started
+// then, binds it once the server is back.
+func TestConsumerRidesOutAServerRestart(t *testing.T) {
+	s := natstest.Start(t)
+	nc := s.Conn(t, nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond))
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateConsumer(ctx, "S", jetstream.ConsumerConfig{Durable: "d"}); err != nil {
+		t.Fatal(err)
+	}
+	s.Shutdown()
+	s.WaitForShutdown()
+	octx, cancel := context.WithTimeout(ctx, time.Second)
+	_, err = js.Consumer(octx, "S", "d")
+	cancel()
+	if err == nil {
+		t.Fatal("one attempt bound the consumer with the server down")
+	}
+	type result struct {
+		cons jetstream.Consumer
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		cons, err := jsretry.Consumer(ctx, js, "S", "d")
+		done <- result{cons, err}
+	}()
+	time.Sleep(500 * time.Millisecond)
+	s.Restart(t)
+	select {
+	case r := <-done:
+		if r.err != nil {
+			t.Fatalf("after the restart: %v (first attempt: %v)", r.err, err)
+		}
+		if name := r.cons.CachedInfo().Name; name != "d" {
+			t.Fatalf("bound %q, want d", name)
+		}
+	case <-time.After(jsretry.ReadBound + 5*time.Second):
+		t.Fatal("jsretry.Consumer did not return")
+	}
+}
