@@ -179,12 +179,14 @@ const PublishBudget = 10 * time.Second
 
 // publishAttempt bounds one publish attempt, so that an acknowledgement
 // lost with a stream leader is asked for again (the same Nats-Msg-Id
-// makes the stream keep the message once).
-const publishAttempt = 2 * time.Second
+// makes the stream keep the message once). As [jsretry.ReadAttempt], it is
+// what an attempt sent just before the election ends adds to the
+// recovery.
+const publishAttempt = jsretry.ReadAttempt
 
 // publishBackoff spaces publish attempts while a stream elects a leader
 // (seconds at R3).
-var publishBackoff = jsretry.Backoff{First: 100 * time.Millisecond, Max: time.Second}
+var publishBackoff = jsretry.Backoff{First: 100 * time.Millisecond, Max: 500 * time.Millisecond}
 
 // ErrUnavailable wraps a publish that met only transient JetStream errors
 // (no responders, no response from the stream, a 503, timeouts: a leader

@@ -80,6 +80,16 @@ const (
 	ReconnectMax   = 5 * time.Second
 )
 
+// A connection sends a PING every PingInterval and gives up on its
+// server after MaxPingsOut of them went unanswered, then reconnects to
+// another: a server cut off by a partition (its packets dropped, no
+// reset) is left within about (MaxPingsOut+1) × PingInterval, 6 s,
+// instead of nats.go's default of minutes (2-minute pings).
+const (
+	PingInterval = 2 * time.Second
+	MaxPingsOut  = 2
+)
+
 // lameDuckJitter bounds the random wait before a connection to a server
 // in lame-duck mode moves to another one.
 const lameDuckJitter = time.Second
@@ -97,7 +107,7 @@ func ReconnectDelay(attempts int) time.Duration {
 
 // Options returns the nats.Options of c: credentials, TLS, and reconnect
 // forever with backoff and jitter ([ReconnectDelay]), with the connection
-// events logged. A server entering lame-duck mode (shutting down soon)
+// events logged and a dead server noticed within seconds ([PingInterval]). A server entering lame-duck mode (shutting down soon)
 // makes the connection move to another server of the cluster at once.
 func (c ClientConfig) Options(log *slog.Logger) ([]nats.Option, error) {
 	if log == nil {
@@ -108,6 +118,8 @@ func (c ClientConfig) Options(log *slog.Logger) ([]nats.Option, error) {
 		nats.MaxReconnects(-1),
 		nats.CustomReconnectDelay(ReconnectDelay),
 		nats.RetryOnFailedConnect(true),
+		nats.PingInterval(PingInterval),
+		nats.MaxPingsOutstanding(MaxPingsOut),
 		nats.LameDuckModeHandler(func(nc *nats.Conn) {
 			log.Info("nats.lame_duck", "url", nc.ConnectedUrlRedacted())
 			// The server no longer accepts clients: reconnecting now lands

@@ -101,9 +101,13 @@ func PullOptions(maxMessages int) []jetstream.PullMessagesOpt {
 // election after a server loss (nats-server's election timeout is 4–9s).
 // ReadAttempt bounds each attempt: a request to a leader that is gone is
 // not answered, and would otherwise use the JetStream API's 5s default.
+// It is also what an attempt sent just before the new leader is elected
+// adds to the recovery, so it is short: a JetStream request on a healthy
+// cluster is answered in milliseconds, and a slower one is only asked
+// again.
 const (
 	ReadBound   = 15 * time.Second
-	ReadAttempt = 2 * time.Second
+	ReadAttempt = time.Second
 )
 
 // Read runs a read (or an idempotent write) op, retrying transient
