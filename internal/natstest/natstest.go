@@ -63,6 +63,10 @@ func StartWithOptions(t testing.TB, opts *server.Options) *Server {
 	return &Server{Server: s, URL: s.ClientURL(), StoreDir: opts.StoreDir, opts: started}
 }
 
+// Reconnecting are the options of a connection that outlives a
+// [Server.Restart]: it reconnects forever, every 20ms.
+var Reconnecting = []nats.Option{nats.MaxReconnects(-1), nats.ReconnectWait(20 * time.Millisecond)}
+
 // Restart shuts s down (if it is not already) and starts a new server on
 // its port with its store, which it returns.
 func (s *Server) Restart(t testing.TB) *Server {
@@ -83,10 +87,10 @@ func (s *Server) Conn(t testing.TB, opts ...nats.Option) *nats.Conn {
 	return nc
 }
 
-// JetStream returns a JetStream context on a new connection.
-func (s *Server) JetStream(t testing.TB) (*nats.Conn, jetstream.JetStream) {
+// JetStream returns a JetStream context on a new connection with opts.
+func (s *Server) JetStream(t testing.TB, opts ...nats.Option) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	nc := s.Conn(t)
+	nc := s.Conn(t, opts...)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatalf("natstest: jetstream: %v", err)

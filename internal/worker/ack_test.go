@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/bubbus/bub/internal/natstest"
@@ -16,11 +15,7 @@ import (
 // finished turn is not redelivered after the ack wait.
 func TestDoubleAckRidesOutAServerRestart(t *testing.T) {
 	s := natstest.Start(t)
-	nc := s.Conn(t, nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond))
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, js := s.JetStream(t, natstest.Reconnecting...)
 	ctx := t.Context()
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}}); err != nil {
 		t.Fatal(err)

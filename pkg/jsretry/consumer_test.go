@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/bubbus/bub/internal/natstest"
@@ -17,11 +16,7 @@ import (
 // then, binds it once the server is back.
 func TestConsumerRidesOutAServerRestart(t *testing.T) {
 	s := natstest.Start(t)
-	nc := s.Conn(t, nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond))
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, js := s.JetStream(t, natstest.Reconnecting...)
 	ctx := t.Context()
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}}); err != nil {
 		t.Fatal(err)
@@ -32,7 +27,7 @@ func TestConsumerRidesOutAServerRestart(t *testing.T) {
 	s.Shutdown()
 	s.WaitForShutdown()
 	octx, cancel := context.WithTimeout(ctx, time.Second)
-	_, err = js.Consumer(octx, "S", "d")
+	_, err := js.Consumer(octx, "S", "d")
 	cancel()
 	if err == nil {
 		t.Fatal("one attempt bound the consumer with the server down")
