@@ -57,20 +57,20 @@ func (g *Gateway) consumer(ctx context.Context, channel string) (jetstream.Consu
 	if g.o.Topology.NoProvision {
 		mode = natsx.Check
 	}
+	var cons jetstream.Consumer
 	err := natsx.Retry(ctx, g.o.Log, "consumer "+cfg.Durable, func(ctx context.Context) error {
 		c, err := natsx.ApplyConsumer(ctx, g.o.JS, stream, cfg, mode, g.o.Log)
 		if err == nil && mode == natsx.Check && c.Action != natsx.ActionUnchanged {
-			err = fmt.Errorf("%w (provisioning is off, BUB_PROVISION=false; run `bub provision --gateway-channel %s` or create it): consumer %s on stream %s: %s",
+			return fmt.Errorf("%w (provisioning is off, BUB_PROVISION=false; run `bub provision --gateway-channel %s` or create it): consumer %s on stream %s: %s",
 				natsx.ErrIncompatible, channel, cfg.Durable, stream, c)
+		}
+		if err == nil {
+			cons, err = g.o.JS.Consumer(ctx, stream, cfg.Durable)
 		}
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ensuring consumer %s: %w", cfg.Durable, err)
-	}
-	cons, err := jsretry.Consumer(ctx, g.o.JS, stream, cfg.Durable)
-	if err != nil {
-		return nil, fmt.Errorf("binding consumer %s: %w", cfg.Durable, err)
 	}
 	return cons, nil
 }

@@ -76,6 +76,26 @@ func (s *Server) Restart(t testing.TB) *Server {
 	return StartWithOptions(t, s.opts.Clone())
 }
 
+// Outage takes s down (if it is not already), runs op while it is down,
+// and starts the server again after pause. It returns op's error, failing
+// the test when op has not returned within limit of the restart.
+func (s *Server) Outage(t testing.TB, pause, limit time.Duration, op func() error) error {
+	t.Helper()
+	s.Shutdown()
+	s.WaitForShutdown()
+	done := make(chan error, 1)
+	go func() { done <- op() }()
+	time.Sleep(pause)
+	s.Restart(t)
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(limit):
+		t.Fatalf("natstest: the operation did not return within %v of the restart", limit)
+		return nil
+	}
+}
+
 // Conn returns a client connection closed when the test ends.
 func (s *Server) Conn(t testing.TB, opts ...nats.Option) *nats.Conn {
 	t.Helper()

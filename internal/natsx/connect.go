@@ -107,7 +107,8 @@ func ReconnectDelay(attempts int) time.Duration {
 
 // Options returns the nats.Options of c: credentials, TLS, and reconnect
 // forever with backoff and jitter ([ReconnectDelay]), with the connection
-// events logged and a dead server noticed within seconds ([PingInterval]). A server entering lame-duck mode (shutting down soon)
+// events logged and a dead server noticed within seconds
+// ([PingInterval]). A server entering lame-duck mode (shutting down soon)
 // makes the connection move to another server of the cluster at once.
 func (c ClientConfig) Options(log *slog.Logger) ([]nats.Option, error) {
 	if log == nil {

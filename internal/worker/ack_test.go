@@ -35,19 +35,8 @@ func TestDoubleAckRidesOutAServerRestart(t *testing.T) {
 	if msg == nil {
 		t.Fatalf("no message: %v", batch.Error())
 	}
-	s.Shutdown()
-	s.WaitForShutdown()
-	done := make(chan error, 1)
-	go func() { done <- doubleAck(ctx, msg) }()
-	time.Sleep(500 * time.Millisecond)
-	s.Restart(t)
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("ack after the restart: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("doubleAck did not return")
+	if err := s.Outage(t, 500*time.Millisecond, 30*time.Second, func() error { return doubleAck(ctx, msg) }); err != nil {
+		t.Fatalf("ack after the restart: %v", err)
 	}
 	info, err := cons.Info(ctx)
 	if err != nil {

@@ -32,26 +32,14 @@ func TestConsumerRidesOutAServerRestart(t *testing.T) {
 	if err == nil {
 		t.Fatal("one attempt bound the consumer with the server down")
 	}
-	type result struct {
-		cons jetstream.Consumer
-		err  error
+	var cons jetstream.Consumer
+	if rerr := s.Outage(t, 500*time.Millisecond, jsretry.ReadBound+5*time.Second, func() (err error) {
+		cons, err = jsretry.Consumer(ctx, js, "S", "d")
+		return err
+	}); rerr != nil {
+		t.Fatalf("after the restart: %v (first attempt: %v)", rerr, err)
 	}
-	done := make(chan result, 1)
-	go func() {
-		cons, err := jsretry.Consumer(ctx, js, "S", "d")
-		done <- result{cons, err}
-	}()
-	time.Sleep(500 * time.Millisecond)
-	s.Restart(t)
-	select {
-	case r := <-done:
-		if r.err != nil {
-			t.Fatalf("after the restart: %v (first attempt: %v)", r.err, err)
-		}
-		if name := r.cons.CachedInfo().Name; name != "d" {
-			t.Fatalf("bound %q, want d", name)
-		}
-	case <-time.After(jsretry.ReadBound + 5*time.Second):
-		t.Fatal("jsretry.Consumer did not return")
+	if name := cons.CachedInfo().Name; name != "d" {
+		t.Fatalf("bound %q, want d", name)
 	}
 }
