@@ -21,11 +21,20 @@ func WaitCaughtUp(ctx context.Context, js jetstream.JetStream, names subjects.Na
 	if err != nil {
 		return err
 	}
+	// The consumer counts a newly stored event as pending a moment after
+	// the publish is acknowledged, so "nothing pending" alone can be said
+	// of events already published: the consumer must also have delivered
+	// the stream's last event as of now (it takes every event).
+	stream, err := js.Stream(ctx, names.EventsStream())
+	if err != nil {
+		return err
+	}
+	last := stream.CachedInfo().State.LastSeq
 	t := time.NewTicker(waitPoll)
 	defer t.Stop()
 	for {
 		info, err := cons.Info(ctx)
-		if err == nil && info.NumPending == 0 && info.NumAckPending == 0 {
+		if err == nil && info.NumPending == 0 && info.NumAckPending == 0 && info.Delivered.Stream >= last {
 			return nil
 		}
 		select {

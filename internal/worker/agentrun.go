@@ -9,11 +9,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/bubbus/bub/internal/telemetry"
 	"github.com/bubbus/bub/pkg/agent"
 	"github.com/bubbus/bub/pkg/bub"
 	"github.com/bubbus/bub/pkg/events"
 	"github.com/bubbus/bub/pkg/hooks"
+	"github.com/bubbus/bub/pkg/jsretry"
 	"github.com/bubbus/bub/pkg/llm"
 	"github.com/bubbus/bub/pkg/tape"
 	"github.com/bubbus/bub/pkg/taperec"
@@ -215,45 +218,71 @@ func (rt *Runtime) publishDelta(subject string, d delta) {
 	}
 }
 
-// lastTurnWait bounds the wait for the last-turn watermark's write.
+// lastTurnWait bounds the wait for the last-turn watermark's first write.
 const lastTurnWait = 10 * time.Second
 
 // saveLastTurn records the turn's inbound sequence as the session's newest
 // finished turn (read-your-writes). The write is asynchronous: the turn's
-// flush, which comes before its reply, waits for it. A failed write is
-// logged, not fatal: the next turn then just does not wait for this one.
+// flush, which comes before its reply, waits for it (see [lastTurnPut]). A
+// write that still fails is logged, not fatal: the next turn then does not
+// wait for this one.
 func (rt *Runtime) saveLastTurn(t *turn, session string, inboundSeq uint64) {
-	subject := rt.o.Names.KVPut(rt.o.JS.Options().Domain, rt.o.State.Bucket(), rt.o.Names.LastTurnKey(session))
-	f, err := rt.o.JS.PublishAsync(subject, []byte(strconv.FormatUint(inboundSeq, 10)))
-	if err != nil {
-		rt.log.Warn("worker.last_turn_not_saved", "session", session, "err", err)
-		return
+	p := lastTurnPut{
+		js:      rt.o.JS,
+		subject: rt.o.Names.KVPut(rt.o.JS.Options().Domain, rt.o.State.Bucket(), rt.o.Names.LastTurnKey(session)),
+		value:   []byte(strconv.FormatUint(inboundSeq, 10)),
+		id:      "last_turn:" + session + ":" + strconv.FormatUint(inboundSeq, 10),
 	}
-	// A turn flushes more than once (before its reply and at its end) and
-	// the future answers only once: remember that it did.
-	var (
-		mu       sync.Mutex
-		answered bool
-	)
+	f, err := p.start()
+	// A turn flushes more than once (before its reply and at its end):
+	// the write is awaited once.
+	var once sync.Once
 	t.addFlush(func(ctx context.Context) error {
-		mu.Lock()
-		defer mu.Unlock()
-		if answered {
-			return nil
+		var werr error
+		once.Do(func() { werr = p.await(ctx, f, err, lastTurnWait) })
+		if werr != nil && ctx.Err() == nil {
+			rt.log.Warn("worker.last_turn_not_saved", "session", session, "err", werr)
+			werr = nil
 		}
-		timer := time.NewTimer(lastTurnWait)
+		return werr
+	})
+}
+
+// lastTurnPut is the write of a turn's last-turn watermark. It is
+// published asynchronously and, when that publish fails or is not
+// confirmed in time (a stream without leader answers "no responders", a
+// lost server never answers), published again through [jsretry.Read],
+// with the same message id: a first write that was stored after all is
+// not stored twice, so a late copy never overwrites a later turn's
+// watermark.
+type lastTurnPut struct {
+	js          jetstream.JetStream
+	subject, id string
+	value       []byte
+}
+
+func (p lastTurnPut) start() (jetstream.PubAckFuture, error) {
+	return p.js.PublishAsync(p.subject, p.value, jetstream.WithMsgID(p.id))
+}
+
+// await waits for f (started with error err) at most wait, then publishes
+// again until the write is confirmed.
+func (p lastTurnPut) await(ctx context.Context, f jetstream.PubAckFuture, err error, wait time.Duration) error {
+	if err == nil {
+		timer := time.NewTimer(wait)
 		defer timer.Stop()
 		select {
 		case <-f.Ok():
-		case err := <-f.Err():
-			rt.log.Warn("worker.last_turn_not_saved", "session", session, "err", err)
+			return nil
+		case <-f.Err():
 		case <-timer.C:
-			rt.log.Warn("worker.last_turn_not_saved", "session", session, "err", "no acknowledgement within "+lastTurnWait.String())
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		answered = true
-		return nil
+	}
+	return jsretry.Read(ctx, func(ctx context.Context) error {
+		_, err := p.js.Publish(ctx, p.subject, p.value, jetstream.WithMsgID(p.id))
+		return err
 	})
 }
 

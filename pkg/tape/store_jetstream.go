@@ -23,8 +23,9 @@ import (
 	"github.com/bubbus/bub/pkg/subjects"
 )
 
-// This file is the JetStream adapter of the tape store; it is the only file
-// of the package that uses NATS types.
+// This file is the JetStream adapter of the tape store; with
+// store_jetstream_direct.go it is the only part of the package that uses
+// NATS types.
 
 // JetStreamStore is the production [Store]: every tape is the subject
 // names.Tape(tape) of the stream names.TapesStream(), one message per entry
@@ -63,19 +64,26 @@ import (
 // BetweenAnchors start at the named anchor when it is among the index's
 // [MaxRecentAnchors] newest anchors (an older one costs a scan of the
 // whole tape, and a name the index proves absent costs nothing); a query
-// without anchors reads the whole tape. Up to a few messages are read with
-// one message get each, more with a short-lived ephemeral consumer filtered
-// on the tape subject, started at that sequence and deleted afterwards. The
-// stream does not allow direct gets, which replicas may answer stale; KV
-// reads of the index may be, so the store retries an index older than one
-// it has already seen.
+// without anchors reads the whole tape. The committed entries are read
+// with batched direct gets, one request per 1,024 entries. Any replica may
+// answer those, and a lagging one answers fewer entries than the index
+// calls committed: the rest is read from the stream leader (up to a few
+// messages with one message get each, more with a short-lived ephemeral
+// consumer filtered on the tape subject, started at that sequence and
+// deleted afterwards), which is also how a stream without direct gets is
+// read. KV reads of the index may be stale too, so the store retries an
+// index older than one it has already seen. Uncommitted messages (orphans,
+// archives) are always read from the leader.
 type JetStreamStore struct {
 	js     jetstream.JetStream
 	names  subjects.Names
 	source string // the CloudEvents source of the entries it writes
 	stream jetstream.Stream
-	kv     jetstream.KeyValue
-	grace  time.Duration // see WithOrphanGrace
+	// directSubject takes the batched direct gets of committed entries,
+	// empty when the stream does not allow direct gets.
+	directSubject string
+	kv            jetstream.KeyValue
+	grace         time.Duration // see WithOrphanGrace
 	// seen holds the newest index revision this store has observed per
 	// tape, so that an index read served stale by a lagging replica (KV
 	// gets may be answered by any replica) is detected and retried.
@@ -169,13 +177,16 @@ func NewJetStreamStore(ctx context.Context, js jetstream.JetStream, names subjec
 		if err != nil {
 			return nil, fmt.Errorf("creating bucket %s: %w", names.TapeIndexBucket(), err)
 		}
-		return s, nil
+	} else {
+		if s.stream, err = js.Stream(ctx, names.TapesStream()); err != nil {
+			return nil, fmt.Errorf("binding stream %s: %w", names.TapesStream(), err)
+		}
+		if s.kv, err = js.KeyValue(ctx, names.TapeIndexBucket()); err != nil {
+			return nil, fmt.Errorf("binding bucket %s: %w", names.TapeIndexBucket(), err)
+		}
 	}
-	if s.stream, err = js.Stream(ctx, names.TapesStream()); err != nil {
-		return nil, fmt.Errorf("binding stream %s: %w", names.TapesStream(), err)
-	}
-	if s.kv, err = js.KeyValue(ctx, names.TapeIndexBucket()); err != nil {
-		return nil, fmt.Errorf("binding bucket %s: %w", names.TapeIndexBucket(), err)
+	if s.stream.CachedInfo().Config.AllowDirect {
+		s.directSubject = directSubject(js, names.TapesStream())
 	}
 	return s, nil
 }
@@ -191,9 +202,10 @@ func StreamConfig(names subjects.Names) jetstream.StreamConfig {
 		Retention:   jetstream.LimitsPolicy,
 		Storage:     jetstream.FileStorage,
 		Replicas:    1,
-		// No direct gets: followers may serve them stale, and the few
-		// single-message reads must see every committed entry.
-		AllowDirect: false,
+		// Committed entries are read with batched direct gets; a replica
+		// that serves them stale answers fewer than the index commits, and
+		// the store reads the rest from the leader.
+		AllowDirect: true,
 	}
 }
 
@@ -325,16 +337,26 @@ func (s *JetStreamStore) readCommitted(ctx context.Context, ix Index, start uint
 		return nil, nil
 	}
 	entries := make([]Entry, 0, count)
-	err := s.scan(ctx, s.names.Tape(ix.Tape), start, ix.Seq, int(count), func(seq uint64, _ string, data []byte) error {
+	add := func(_ uint64, data []byte) error {
 		e, ok := decodeMessage(data)
 		if !ok || e.ID != firstID+int64(len(entries)) {
 			return errRetry
 		}
 		entries = append(entries, e)
 		return nil
-	})
-	if err != nil {
-		return nil, err
+	}
+	subj, from := s.names.Tape(ix.Tape), start
+	if s.directSubject != "" {
+		var err error
+		if _, from, err = s.readDirect(ctx, subj, start, ix.Seq, int(count), add); err != nil {
+			return nil, err
+		}
+	}
+	if rest := count - int64(len(entries)); rest > 0 {
+		err := s.scan(ctx, subj, from, ix.Seq, int(rest), func(seq uint64, _ string, data []byte) error { return add(seq, data) })
+		if err != nil {
+			return nil, err
+		}
 	}
 	if int64(len(entries)) != count {
 		return nil, errRetry
@@ -343,8 +365,10 @@ func (s *JetStreamStore) readCommitted(ctx context.Context, ix Index, start uint
 }
 
 // scan calls fn for each message of subj with start <= sequence <= end, in
-// order, and stops after limit messages when limit > 0. It reads through an
-// ephemeral consumer that it deletes when done.
+// order, and stops after limit messages when limit > 0, reading from the
+// stream leader: through an ephemeral consumer that it deletes when done,
+// or, for a few messages of a stream without direct gets, with message
+// gets.
 //
 // On a cluster the consumer is created on the stream leader and the other
 // servers learn of it a moment later, so a fetch through another server
@@ -354,7 +378,9 @@ func (s *JetStreamStore) scan(ctx context.Context, subj string, start, end uint6
 	if start > end {
 		return nil
 	}
-	if limit > 0 && limit <= smallReadMax {
+	if limit > 0 && limit <= smallReadMax && s.directSubject == "" {
+		// (nats.go sends message gets as direct gets when the stream
+		// allows them, which any replica answers: scan reads the leader)
 		return s.scanByGets(ctx, subj, start, end, limit, fn)
 	}
 	var cons jetstream.Consumer

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/bubbus/bub/pkg/bub"
 	"github.com/bubbus/bub/pkg/llm"
@@ -120,6 +121,9 @@ func pyStr(v any) string {
 // messageOf converts a message payload into a chat message. A payload the
 // message type cannot hold keeps its role and the JSON of its content.
 func messageOf(payload map[string]any) llm.Message {
+	if m, ok := plainMessageOf(payload); ok {
+		return m
+	}
 	var m llm.Message
 	if b, err := json.Marshal(payload); err == nil && json.Unmarshal(b, &m) == nil {
 		return m
@@ -130,6 +134,37 @@ func messageOf(payload map[string]any) llm.Message {
 		text = pyStr(payload["content"])
 	}
 	return llm.Message{Role: role, Content: llm.Text(text)}
+}
+
+// plainMessageOf is messageOf without a JSON round trip for the payloads
+// most messages have: only the keys role, content, tool_call_id and name,
+// each a valid UTF-8 string (content may also be null). It returns what
+// the round trip would; ok is false for any other payload.
+func plainMessageOf(payload map[string]any) (m llm.Message, ok bool) {
+	for k, v := range payload {
+		var field *string
+		switch k {
+		case "role":
+			field = &m.Role
+		case "content":
+			if v == nil {
+				continue
+			}
+			field = &m.Content.Text
+		case "tool_call_id":
+			field = &m.ToolCallID
+		case "name":
+			field = &m.Name
+		default:
+			return llm.Message{}, false
+		}
+		str, isStr := v.(string)
+		if !isStr || !utf8.ValidString(str) {
+			return llm.Message{}, false
+		}
+		*field = str
+	}
+	return m, true
 }
 
 // toolCallsOf converts serialized tool calls, skipping non-objects.

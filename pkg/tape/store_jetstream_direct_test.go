@@ -1,0 +1,188 @@
+package tape
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/bubbus/bub/pkg/jsretry"
+)
+
+// apiCounter counts the JetStream API requests of a server by kind
+// ("DIRECT.GET", "CONSUMER.CREATE", …).
+type apiCounter struct {
+	nc  *nats.Conn
+	got chan *nats.Msg
+}
+
+func countAPI(t *testing.T, f jsFixture) *apiCounter {
+	t.Helper()
+	nc, _ := f.srv.JetStream(t)
+	c := &apiCounter{nc: nc, got: make(chan *nats.Msg, 1<<16)}
+	sub, err := nc.ChanSubscribe("$JS.API.>", c.got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// take returns the counts of the requests answered so far and starts
+// over. The server routed each to the counter before it answered it, so
+// after a round trip of the counter's connection they are all in its
+// channel.
+func (c *apiCounter) take(t *testing.T) map[string]int {
+	t.Helper()
+	if err := c.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	n := map[string]int{}
+	for {
+		select {
+		case m := <-c.got:
+			parts := strings.Split(m.Subject, ".")
+			n[strings.Join(parts[2:min(4, len(parts))], ".")]++
+		default:
+			return n
+		}
+	}
+}
+
+// appendNumbered appends n user messages "0", "1", … with an anchor at
+// index anchorAt, in one batch.
+func appendNumbered(t *testing.T, s *JetStreamStore, tape string, n, anchorAt int) {
+	t.Helper()
+	batch := make([]Entry, n)
+	for i := range batch {
+		batch[i] = userMsg(fmt.Sprint(i))
+	}
+	batch[anchorAt] = Anchor("a", nil)
+	if _, err := s.Append(t.Context(), tape, batch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestJetStreamReadsCommittedEntriesWithDirectGets: a read of committed
+// entries is one batched direct get per 1,024 entries, and creates no
+// consumer.
+func TestJetStreamReadsCommittedEntriesWithDirectGets(t *testing.T) {
+	f := newFixture(t)
+	s := f.store(t)
+	appendNumbered(t, s, "t", 1100, 1049)
+	api := countAPI(t, f)
+	for _, c := range []struct {
+		q    Query
+		want int // entries
+		gets int // direct gets of entries
+	}{
+		{All().LastAnchor(), 50, 1}, // after the anchor
+		{All(), 1100, 2},
+		{All().Limit(3), 3, 1},
+	} {
+		entries, err := s.Fetch(t.Context(), "t", c.q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(entries) != c.want {
+			t.Fatalf("%d entries, want %d", len(entries), c.want)
+		}
+		got := api.take(t)
+		// the index is a KV direct get of its own
+		if got["DIRECT.GET"] != c.gets+1 || got["CONSUMER.CREATE"] != 0 || len(got) != 1 {
+			t.Fatalf("API requests %v, want %d direct gets of entries, 1 of the index, nothing else", got, c.gets)
+		}
+	}
+}
+
+// TestJetStreamReadsWhatALaggingReplicaMissesFromTheLeader: a replica
+// that answers the direct gets with fewer entries than the index commits
+// (here a responder that passes on only the first few), or not at all,
+// costs a read of the rest from the stream leader, never a short read.
+func TestJetStreamReadsWhatALaggingReplicaMissesFromTheLeader(t *testing.T) {
+	f := newFixture(t)
+	s := f.store(t)
+	appendNumbered(t, s, "t", 40, 0)
+	real := s.directSubject
+	nc, _ := f.srv.JetStream(t)
+	for _, keep := range []int{0, 5, 39} {
+		s.directSubject = fmt.Sprintf("lagging.%d", keep)
+		sub, err := nc.Subscribe(s.directSubject, func(m *nats.Msg) {
+			if keep == 0 {
+				return // no answer: the request times out
+			}
+			var req directRequest
+			if err := json.Unmarshal(m.Data, &req); err != nil {
+				t.Error(err)
+				return
+			}
+			req.Batch = min(req.Batch, keep)
+			body, _ := json.Marshal(req)
+			inbox := nats.NewInbox()
+			answers, _ := nc.SubscribeSync(inbox)
+			defer answers.Unsubscribe()
+			_ = nc.PublishRequest(real, inbox, body)
+			for {
+				a, err := answers.NextMsg(jsretry.ReadAttempt)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				_ = nc.PublishMsg(&nats.Msg{Subject: m.Reply, Header: a.Header, Data: a.Data})
+				if a.Header.Get(statusHeader) != "" {
+					return
+				}
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		api := countAPI(t, f)
+		entries, err := s.Fetch(t.Context(), "t", All())
+		_ = sub.Unsubscribe()
+		if err != nil {
+			t.Fatalf("keeping %d: %v", keep, err)
+		}
+		if len(entries) != 40 || entries[39].ID != 40 {
+			t.Fatalf("keeping %d: %d entries", keep, len(entries))
+		}
+		if got := api.take(t); got["CONSUMER.CREATE"] != 1 {
+			t.Fatalf("keeping %d: API requests %v, want one consumer for the rest", keep, got)
+		}
+	}
+}
+
+// TestJetStreamReadsAStreamWithoutDirectGets: a tapes stream created
+// before direct gets (AllowDirect false), bound without provisioning,
+// is read from the leader as before.
+func TestJetStreamReadsAStreamWithoutDirectGets(t *testing.T) {
+	f := newFixture(t)
+	_, js := f.srv.JetStream(t)
+	sc := StreamConfig(f.names)
+	sc.AllowDirect = false
+	if _, err := js.CreateStream(t.Context(), sc); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateKeyValue(t.Context(), IndexBucketConfig(f.names)); err != nil {
+		t.Fatal(err)
+	}
+	s := f.store(t, WithoutProvisioning())
+	if s.directSubject != "" {
+		t.Fatalf("direct gets on a stream without them: %q", s.directSubject)
+	}
+	appendNumbered(t, s, "t", 20, 0)
+	for _, q := range []Query{All(), All().Limit(3)} {
+		entries, err := s.Fetch(t.Context(), "t", q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(entries); n != 20 && n != 3 {
+			t.Fatalf("%d entries", n)
+		}
+	}
+}
