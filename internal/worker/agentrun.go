@@ -231,7 +231,7 @@ func (rt *Runtime) saveLastTurn(t *turn, session string, inboundSeq uint64) {
 		js:      rt.o.JS,
 		subject: rt.o.Names.KVPut(rt.o.JS.Options().Domain, rt.o.State.Bucket(), rt.o.Names.LastTurnKey(session)),
 		value:   []byte(strconv.FormatUint(inboundSeq, 10)),
-		id:      "last_turn:" + session + ":" + strconv.FormatUint(inboundSeq, 10),
+		id:      rt.o.Names.LastTurnKey(session) + ":" + strconv.FormatUint(inboundSeq, 10), // header-safe
 	}
 	f, err := p.start()
 	// A turn flushes more than once (before its reply and at its end):

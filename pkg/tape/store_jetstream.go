@@ -67,11 +67,11 @@ import (
 // without anchors reads the whole tape. The committed entries are read
 // with batched direct gets, one request per 1,024 entries. Any replica may
 // answer those, and a lagging one answers fewer entries than the index
-// calls committed: the rest is read from the stream leader (up to a few
-// messages with one message get each, more with a short-lived ephemeral
-// consumer filtered on the tape subject, started at that sequence and
-// deleted afterwards), which is also how a stream without direct gets is
-// read. KV reads of the index may be stale too, so the store retries an
+// calls committed: the rest is read from the stream leader through a
+// short-lived ephemeral consumer filtered on the tape subject, started at
+// that sequence and deleted afterwards. A stream without direct gets is
+// read from the leader only: up to a few messages with one message get
+// each, more through such a consumer. KV reads of the index may be stale too, so the store retries an
 // index older than one it has already seen. Uncommitted messages (orphans,
 // archives) are always read from the leader.
 type JetStreamStore struct {
@@ -186,7 +186,7 @@ func NewJetStreamStore(ctx context.Context, js jetstream.JetStream, names subjec
 		}
 	}
 	if s.stream.CachedInfo().Config.AllowDirect {
-		s.directSubject = directSubject(js, names.TapesStream())
+		s.directSubject = names.DirectGet(js.Options().Domain, names.TapesStream())
 	}
 	return s, nil
 }
@@ -337,7 +337,7 @@ func (s *JetStreamStore) readCommitted(ctx context.Context, ix Index, start uint
 		return nil, nil
 	}
 	entries := make([]Entry, 0, count)
-	add := func(_ uint64, data []byte) error {
+	add := func(_ uint64, _ string, data []byte) error {
 		e, ok := decodeMessage(data)
 		if !ok || e.ID != firstID+int64(len(entries)) {
 			return errRetry
@@ -348,13 +348,12 @@ func (s *JetStreamStore) readCommitted(ctx context.Context, ix Index, start uint
 	subj, from := s.names.Tape(ix.Tape), start
 	if s.directSubject != "" {
 		var err error
-		if _, from, err = s.readDirect(ctx, subj, start, ix.Seq, int(count), add); err != nil {
+		if from, err = s.readDirect(ctx, subj, start, ix.Seq, int(count), add); err != nil {
 			return nil, err
 		}
 	}
 	if rest := count - int64(len(entries)); rest > 0 {
-		err := s.scan(ctx, subj, from, ix.Seq, int(rest), func(seq uint64, _ string, data []byte) error { return add(seq, data) })
-		if err != nil {
+		if err := s.scan(ctx, subj, from, ix.Seq, int(rest), add); err != nil {
 			return nil, err
 		}
 	}

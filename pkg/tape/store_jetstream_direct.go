@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/bubbus/bub/pkg/jsretry"
+	"github.com/bubbus/bub/pkg/subjects"
 )
 
 // This file is the part of the JetStream adapter that reads committed
@@ -24,38 +25,35 @@ type directRequest struct {
 
 // readDirect calls fn for the messages of subj with start <= sequence <=
 // end, in order, at most limit of them, read with batched direct gets
-// ($JS.API.DIRECT.GET.<stream>): one request and one answer per
+// (subjects.Names.DirectGet): one request and one answer per
 // [fetchChunk] messages, instead of creating, pulling from and deleting a
 // consumer. Any replica of the stream may answer a direct get, and one
 // that lags behind answers fewer messages; a request that fails (no
 // responders on a stream without direct gets, a timeout) also ends the
-// read early. So readDirect returns how many messages it read and the
-// sequence to go on from, and its caller reads the rest from the stream
+// read early. So readDirect returns the sequence to go on from, and its
+// caller reads the rest from the stream
 // leader. Its only error is fn's.
-func (s *JetStreamStore) readDirect(ctx context.Context, subj string, start, end uint64, limit int, fn func(seq uint64, data []byte) error) (n int, next uint64, err error) {
+func (s *JetStreamStore) readDirect(ctx context.Context, subj string, start, end uint64, limit int, fn func(seq uint64, msgID string, data []byte) error) (next uint64, err error) {
 	next = start
-	for n < limit && next <= end {
+	for n := 0; n < limit && next <= end; {
 		got, last, more, err := s.directBatch(ctx, subj, next, end, min(limit-n, fetchChunk), fn)
 		n += got
 		if got > 0 {
 			next = last + 1
 		}
 		if err != nil || !more {
-			return n, next, err
+			return next, err
 		}
 	}
-	return n, next, nil
+	return next, nil
 }
 
 // directBatch is one request of [JetStreamStore.readDirect]. It returns
 // the number of messages it passed to fn, the last one's sequence, and
 // whether the answer was complete (every message asked for, none beyond
 // end), so that another request may follow.
-func (s *JetStreamStore) directBatch(ctx context.Context, subj string, start, end uint64, want int, fn func(seq uint64, data []byte) error) (n int, last uint64, more bool, err error) {
-	req, err := json.Marshal(directRequest{Seq: start, NextFor: subj, Batch: want})
-	if err != nil {
-		return 0, 0, false, nil
-	}
+func (s *JetStreamStore) directBatch(ctx context.Context, subj string, start, end uint64, want int, fn func(seq uint64, msgID string, data []byte) error) (n int, last uint64, more bool, err error) {
+	req, _ := json.Marshal(directRequest{Seq: start, NextFor: subj, Batch: want}) // cannot fail
 	nc := s.js.Conn()
 	inbox := nc.NewRespInbox()
 	// The answer is at most want messages and the end-of-batch status, so
@@ -79,7 +77,7 @@ func (s *JetStreamStore) directBatch(ctx context.Context, subj string, start, en
 		case <-ctx.Done():
 			return n, last, false, nil
 		}
-		if status := msg.Header.Get(statusHeader); status != "" || len(msg.Data) == 0 {
+		if status := msg.Header.Get(subjects.HeaderStatus); status != "" || len(msg.Data) == 0 {
 			// 204 EOB ends every batch; anything else (404: nothing from
 			// start on, 503: no responders) ends the read.
 			return n, last, status == "204" && n == want, nil
@@ -88,31 +86,9 @@ func (s *JetStreamStore) directBatch(ctx context.Context, subj string, start, en
 		if perr != nil || seq < start || seq <= last || seq > end {
 			return n, last, false, nil
 		}
-		if err := fn(seq, msg.Data); err != nil {
+		if err := fn(seq, msg.Header.Get(subjects.HeaderMsgID), msg.Data); err != nil {
 			return n, last, false, err
 		}
 		n, last = n+1, seq
 	}
-}
-
-// statusHeader is the header in which nats.go puts the status of a
-// message without payload ("NATS/1.0 204 EOB").
-const statusHeader = "Status"
-
-// directSubject is the subject of direct gets from the stream of js's
-// API: "$JS.API.DIRECT.GET.<stream>", in js's domain or under its API
-// prefix.
-func directSubject(js jetstream.JetStream, stream string) string {
-	o := js.Options()
-	prefix := jetstream.DefaultAPIPrefix
-	switch {
-	case o.Domain != "":
-		prefix = "$JS." + o.Domain + ".API."
-	case o.APIPrefix != "":
-		prefix = o.APIPrefix
-		if prefix[len(prefix)-1] != '.' {
-			prefix += "."
-		}
-	}
-	return prefix + "DIRECT.GET." + stream
 }

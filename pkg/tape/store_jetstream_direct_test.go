@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/bubbus/bub/pkg/jsretry"
+	"github.com/bubbus/bub/pkg/subjects"
 )
 
 // apiCounter counts the JetStream API requests of a server by kind
@@ -134,7 +135,7 @@ func TestJetStreamReadsWhatALaggingReplicaMissesFromTheLeader(t *testing.T) {
 					return
 				}
 				_ = nc.PublishMsg(&nats.Msg{Subject: m.Reply, Header: a.Header, Data: a.Data})
-				if a.Header.Get(statusHeader) != "" {
+				if a.Header.Get(subjects.HeaderStatus) != "" {
 					return
 				}
 			}
