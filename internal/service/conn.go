@@ -24,7 +24,8 @@ type Conn struct {
 	// service whose options name none uses it.
 	Topology natsx.Topology
 
-	micro *announcement // set by Announce
+	micro  *announcement                                                 // set by Announce
+	redial func(ctx context.Context, purpose string) (*nats.Conn, error) // set by Dial and stack's Connect
 }
 
 // ErrNoURL is returned when a service has no NATS URL: a service never
@@ -43,7 +44,38 @@ func Dial(ctx context.Context, common *cli.Common, name string, log *slog.Logger
 	if err != nil {
 		return nil, err
 	}
-	return NewConn(nc, common)
+	c, err := NewConn(nc, common)
+	if err != nil {
+		return nil, err
+	}
+	return c.WithRedial(func(ctx context.Context, purpose string) (*nats.Conn, error) {
+		cfg := cfg
+		cfg.Name = name + " " + purpose
+		return natsx.Connect(ctx, cfg, log)
+	}), nil
+}
+
+// ErrNoRedial is returned by [Conn.Redial] for a Conn made from a
+// connection alone ([NewConn]).
+var ErrNoRedial = errors.New("this connection cannot open another one")
+
+// WithRedial sets how [Conn.Redial] opens another connection and returns c.
+func (c *Conn) WithRedial(redial func(ctx context.Context, purpose string) (*nats.Conn, error)) *Conn {
+	c.redial = redial
+	return c
+}
+
+// Redial opens another connection to c's cluster with c's settings (an
+// in-process one for an embedded server), named after c and purpose. It
+// is for traffic that must not queue behind c's: the server handles each
+// connection's messages in order, so a core-NATS publish waits on the
+// same connection for every JetStream write ahead of it. The caller
+// closes it.
+func (c *Conn) Redial(ctx context.Context, purpose string) (*nats.Conn, error) {
+	if c.redial == nil {
+		return nil, ErrNoRedial
+	}
+	return c.redial(ctx, purpose)
 }
 
 // NewConn returns the Conn of nc (a dialled or an in-process connection)

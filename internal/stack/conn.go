@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 
 	"github.com/bubbus/bub/internal/cli"
+	"github.com/nats-io/nats.go"
+
 	"github.com/bubbus/bub/internal/natsx"
 	"github.com/bubbus/bub/internal/natsx/embedded"
 	"github.com/bubbus/bub/internal/service"
@@ -77,7 +79,13 @@ func (cl *Cluster) Connect(ctx context.Context, name string) (*service.Conn, err
 	if err != nil {
 		return nil, err
 	}
-	return service.NewConn(nc, cl.common)
+	c, err := service.NewConn(nc, cl.common)
+	if err != nil {
+		return nil, err
+	}
+	return c.WithRedial(func(_ context.Context, purpose string) (*nats.Conn, error) {
+		return cl.embedded.Connect(name + " " + purpose)
+	}), nil
 }
 
 // Shutdown stops an owned embedded server; call it after every connection

@@ -55,6 +55,7 @@ func (rt *Runtime) RunAgent(ctx context.Context, in hooks.RunModelInput) (hooks.
 		ctx, endSpan := rtape.trace.Start(ctx, run.RunID, in.SessionID, run.Model)
 		_, err := rt.agent.Run(ctx, run)
 		endSpan(err)
+		rt.flushDeltas(t)
 		if err == nil && answers.InboundSeq > 0 && rt.o.State != nil {
 			rt.saveLastTurn(t, in.SessionID, answers.InboundSeq)
 		}
@@ -213,9 +214,39 @@ func (rt *Runtime) deltas(subject, runID, turn string, emit func(llm.Delta)) fun
 // for correctness, so failures are only logged.
 func (rt *Runtime) publishDelta(subject string, d delta) {
 	b, _ := json.Marshal(d)
-	if err := rt.o.NC.Publish(subject, b); err != nil {
+	nc := rt.o.NC
+	if rt.o.Deltas != nil {
+		nc = rt.o.Deltas
+	}
+	if err := nc.Publish(subject, b); err != nil {
 		rt.log.Debug("worker.delta_dropped", "err", err)
 	}
+}
+
+// flushDeltas makes the turn's flush, which comes before its reply, wait
+// until the server has taken every delta the run published on its own
+// connection (RuntimeOptions.Deltas), so none reaches a subscriber after
+// the reply. The round trip starts when the run ends and overlaps the
+// turn's other acknowledgements; a failure is logged, as deltas are.
+func (rt *Runtime) flushDeltas(t *turn) {
+	if rt.o.Deltas == nil {
+		return // on NC: the connection keeps them ahead of the reply
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := rt.o.Deltas.Flush(); err != nil {
+			rt.log.Debug("worker.deltas_not_flushed", "err", err)
+		}
+	}()
+	t.addFlush(func(ctx context.Context) error {
+		select {
+		case <-done:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
 }
 
 // lastTurnWait bounds the wait for the last-turn watermark's first write.

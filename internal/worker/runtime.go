@@ -36,9 +36,15 @@ type Registry = hooks.Registry[tape.Store, tape.Context]
 
 // RuntimeOptions configure the turn runtime of a worker.
 type RuntimeOptions struct {
-	NC    *nats.Conn
-	JS    jetstream.JetStream
-	Names subjects.Names
+	NC *nats.Conn
+	// Deltas, when set, is the connection token deltas are published on
+	// (else NC), so that a delta never waits at the server behind the
+	// JetStream writes NC sent before it. A run flushes it before its
+	// turn replies, so every delta still reaches a subscriber before the
+	// reply does. The runtime drains it when it closes.
+	Deltas *nats.Conn
+	JS     jetstream.JetStream
+	Names  subjects.Names
 	// Source is the CloudEvent source of everything the worker publishes.
 	Source string
 	// Instance names this worker in its cluster. With State set, it makes
@@ -237,7 +243,11 @@ func (rt *Runtime) Close(ctx context.Context) error {
 	if rt.router != nil {
 		routerErr = rt.router.close() // no more routed calls, then the shells go
 	}
-	return errors.Join(routerErr, rt.scope.Close(ctx), rt.reg.Close(ctx), rt.mcp.Close(ctx), rt.shells.Close(), rt.bridge.Close(ctx))
+	var deltasErr error
+	if rt.o.Deltas != nil {
+		deltasErr = rt.o.Deltas.Drain()
+	}
+	return errors.Join(routerErr, rt.scope.Close(ctx), rt.reg.Close(ctx), rt.mcp.Close(ctx), rt.shells.Close(), rt.bridge.Close(ctx), deltasErr)
 }
 
 // startMCP starts the MCP servers and registers their tools in reg.

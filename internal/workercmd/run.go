@@ -84,8 +84,15 @@ func NewRuntime(ctx context.Context, conn *service.Conn, o Options, log *slog.Lo
 	if policy != nil {
 		plugins = append([]hooks.Plugin{policy}, plugins...) // lowest priority after the builtin
 	}
-	return worker.NewRuntime(ctx, worker.RuntimeOptions{
-		NC: conn.NC, JS: conn.JS, Names: conn.Names,
+	deltas, err := conn.Redial(ctx, "deltas")
+	switch {
+	case errors.Is(err, service.ErrNoRedial):
+		deltas = nil // deltas share the connection
+	case err != nil:
+		return nil, fmt.Errorf("opening the token-delta connection: %w", err)
+	}
+	rt, err := worker.NewRuntime(ctx, worker.RuntimeOptions{
+		NC: conn.NC, Deltas: deltas, JS: conn.JS, Names: conn.Names,
 		Source:   events.Source("worker", o.Instance),
 		Instance: o.Instance,
 		TapeStore: func(ctx context.Context) (tape.Store, error) {
@@ -105,6 +112,10 @@ func NewRuntime(ctx context.Context, conn *service.Conn, o Options, log *slog.Lo
 		CaptureContent: o.CaptureContent,
 		MCP:            o.MCP,
 	})
+	if err != nil && deltas != nil {
+		deltas.Close()
+	}
+	return rt, err
 }
 
 // interceptors returns o.Plugins followed by a started remote plugin per
