@@ -6,9 +6,9 @@ import (
 	"log/slog"
 	"path/filepath"
 
-	"github.com/bubbus/bub/internal/cli"
 	"github.com/nats-io/nats.go"
 
+	"github.com/bubbus/bub/internal/cli"
 	"github.com/bubbus/bub/internal/natsx"
 	"github.com/bubbus/bub/internal/natsx/embedded"
 	"github.com/bubbus/bub/internal/service"
