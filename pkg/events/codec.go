@@ -144,7 +144,14 @@ func Decode(header map[string][]string, body []byte) (ce.Event, error) {
 	}
 	h := make(http.Header, len(header))
 	for k, v := range header {
-		h[textproto.CanonicalMIMEHeaderKey(k)] = v
+		ck := textproto.CanonicalMIMEHeaderKey(k)
+		if ck == binaryPrefix {
+			// sdk-go's binary reader indexes past the prefix (a panic).
+			return ce.Event{}, fmt.Errorf("%w: header %q names no attribute", ErrInvalidEvent, k)
+		}
+		if len(v) > 0 { // the reader takes each header's first value
+			h[ck] = v
+		}
 	}
 	if h.Get("Content-Type") == "" && h.Get("Ce-Specversion") == "" && looksStructured(body) {
 		h.Set("Content-Type", ContentTypeStructured)
@@ -162,6 +169,9 @@ func Decode(header map[string][]string, body []byte) (ce.Event, error) {
 	}
 	return *ev, nil
 }
+
+// binaryPrefix is the canonical prefix of a binary-mode attribute header.
+const binaryPrefix = "Ce-"
 
 // structuredOnly reports whether header says structured JSON mode in the
 // exact form [ToMsg] writes (one Content-Type value, canonical key) and

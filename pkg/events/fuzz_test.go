@@ -3,6 +3,7 @@ package events_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,6 +38,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add("Content-Type: application/cloudevents+json", []byte(`{"specversion":"0.3","id":"x"}`))
 	f.Add("Content-Type: application/cloudevents-batch+json", []byte(`[]`))
 	f.Add("ce-specversion: 9.9", []byte(`{}`))
+	f.Add("ce-specversion: 1.0\nce-: x", []byte(`{}`)) // a prefix without an attribute (sdk-go panicked)
 	f.Add("", []byte(`{"specversion":"1.0","id":"1","source":"/s","type":"t","data_base64":"AAE="}`))
 
 	f.Fuzz(func(t *testing.T, header string, body []byte) {
@@ -145,4 +147,22 @@ func parseHeader(s string) map[string][]string {
 		}
 	}
 	return h
+}
+
+// TestDecodeRejectsHeadersThatNameNoAttribute: a binary-mode header that
+// is the bare "ce-" prefix is an invalid event (sdk-go's reader indexed
+// past it and panicked, found by FuzzDecodeRequest), and a header without
+// values is ignored rather than read.
+func TestDecodeRejectsHeadersThatNameNoAttribute(t *testing.T) {
+	for _, key := range []string{"ce-", "Ce-", "CE-"} {
+		_, err := events.Decode(map[string][]string{"ce-specversion": {"1.0"}, key: {""}}, []byte(`{}`))
+		if !errors.Is(err, events.ErrInvalidEvent) || !strings.Contains(err.Error(), "names no attribute") {
+			t.Errorf("header %q: error %v, want an invalid event naming no attribute", key, err)
+		}
+	}
+	h := map[string][]string{"ce-specversion": {"1.0"}, "ce-id": {"1"}, "ce-source": {"/s"}, "ce-type": {"t"}, "ce-subject": {}}
+	e, err := events.Decode(h, nil)
+	if err != nil || e.Subject() != "" || e.ID() != "1" {
+		t.Fatalf("event %v, error %v: want id 1 and no subject", e, err)
+	}
 }
