@@ -25,7 +25,7 @@ type Conn struct {
 	Topology natsx.Topology
 
 	micro  *announcement                                                 // set by Announce
-	redial func(ctx context.Context, purpose string) (*nats.Conn, error) // set by Dial and stack's Connect
+	redial func(ctx context.Context, purpose string) (*nats.Conn, error) // see Redial
 }
 
 // ErrNoURL is returned when a service has no NATS URL: a service never
@@ -44,25 +44,11 @@ func Dial(ctx context.Context, common *cli.Common, name string, log *slog.Logger
 	if err != nil {
 		return nil, err
 	}
-	c, err := NewConn(nc, common)
-	if err != nil {
-		return nil, err
-	}
-	return c.WithRedial(func(ctx context.Context, purpose string) (*nats.Conn, error) {
-		cfg := cfg
+	return NewConn(nc, common, func(ctx context.Context, purpose string) (*nats.Conn, error) {
+		cfg := cfg // each call names its own connection
 		cfg.Name = name + " " + purpose
 		return natsx.Connect(ctx, cfg, log)
-	}), nil
-}
-
-// ErrNoRedial is returned by [Conn.Redial] for a Conn made from a
-// connection alone ([NewConn]).
-var ErrNoRedial = errors.New("this connection cannot open another one")
-
-// WithRedial sets how [Conn.Redial] opens another connection and returns c.
-func (c *Conn) WithRedial(redial func(ctx context.Context, purpose string) (*nats.Conn, error)) *Conn {
-	c.redial = redial
-	return c
+	})
 }
 
 // Redial opens another connection to c's cluster with c's settings (an
@@ -72,22 +58,20 @@ func (c *Conn) WithRedial(redial func(ctx context.Context, purpose string) (*nat
 // same connection for every JetStream write ahead of it. The caller
 // closes it.
 func (c *Conn) Redial(ctx context.Context, purpose string) (*nats.Conn, error) {
-	if c.redial == nil {
-		return nil, ErrNoRedial
-	}
 	return c.redial(ctx, purpose)
 }
 
 // NewConn returns the Conn of nc (a dialled or an in-process connection)
 // with common's names and topology, its JetStream in common's JetStream
-// domain. On error it closes nc.
-func NewConn(nc *nats.Conn, common *cli.Common) (*Conn, error) {
+// domain; redial opens another connection with nc's settings
+// ([Conn.Redial]). On error it closes nc.
+func NewConn(nc *nats.Conn, common *cli.Common, redial func(ctx context.Context, purpose string) (*nats.Conn, error)) (*Conn, error) {
 	js, err := natsx.JetStream(nc, common.JSDomain)
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	return &Conn{NC: nc, JS: js, Names: common.Names(), Topology: common.Topology}, nil
+	return &Conn{NC: nc, JS: js, Names: common.Names(), Topology: common.Topology, redial: redial}, nil
 }
 
 // TopologyOr returns t, or the connection's topology when t is zero.

@@ -79,13 +79,9 @@ func (cl *Cluster) Connect(ctx context.Context, name string) (*service.Conn, err
 	if err != nil {
 		return nil, err
 	}
-	c, err := service.NewConn(nc, cl.common)
-	if err != nil {
-		return nil, err
-	}
-	return c.WithRedial(func(_ context.Context, purpose string) (*nats.Conn, error) {
+	return service.NewConn(nc, cl.common, func(_ context.Context, purpose string) (*nats.Conn, error) {
 		return cl.embedded.Connect(name + " " + purpose)
-	}), nil
+	})
 }
 
 // Shutdown stops an owned embedded server; call it after every connection

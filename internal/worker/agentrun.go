@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -214,11 +215,7 @@ func (rt *Runtime) deltas(subject, runID, turn string, emit func(llm.Delta)) fun
 // for correctness, so failures are only logged.
 func (rt *Runtime) publishDelta(subject string, d delta) {
 	b, _ := json.Marshal(d)
-	nc := rt.o.NC
-	if rt.o.Deltas != nil {
-		nc = rt.o.Deltas
-	}
-	if err := nc.Publish(subject, b); err != nil {
+	if err := cmp.Or(rt.o.Deltas, rt.o.NC).Publish(subject, b); err != nil {
 		rt.log.Debug("worker.delta_dropped", "err", err)
 	}
 }

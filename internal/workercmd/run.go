@@ -85,10 +85,7 @@ func NewRuntime(ctx context.Context, conn *service.Conn, o Options, log *slog.Lo
 		plugins = append([]hooks.Plugin{policy}, plugins...) // lowest priority after the builtin
 	}
 	deltas, err := conn.Redial(ctx, "deltas")
-	switch {
-	case errors.Is(err, service.ErrNoRedial):
-		deltas = nil // deltas share the connection
-	case err != nil:
+	if err != nil {
 		return nil, fmt.Errorf("opening the token-delta connection: %w", err)
 	}
 	rt, err := worker.NewRuntime(ctx, worker.RuntimeOptions{
@@ -112,7 +109,7 @@ func NewRuntime(ctx context.Context, conn *service.Conn, o Options, log *slog.Lo
 		CaptureContent: o.CaptureContent,
 		MCP:            o.MCP,
 	})
-	if err != nil && deltas != nil {
+	if err != nil {
 		deltas.Close()
 	}
 	return rt, err
