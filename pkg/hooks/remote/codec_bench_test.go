@@ -1,10 +1,12 @@
 package remote
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/bubbus/bub/pkg/bub"
 	"github.com/bubbus/bub/pkg/hooks"
+	"github.com/bubbus/bub/pkg/llm"
 	"github.com/bubbus/bub/pkg/tools"
 )
 
@@ -48,4 +50,36 @@ func BenchmarkDecodeRequest(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkEncodeLLMRequest measures the encoding of an after_llm_call
+// request whose model context is 20 messages (a system prompt, user and
+// assistant turns, a tool call and its result).
+func BenchmarkEncodeLLMRequest(b *testing.B) {
+	msgs := []llm.Message{{Role: "system", Content: llm.Text(strings.Repeat("You are Bub, a helpful agent. ", 40))}}
+	for i := range 19 {
+		switch i % 3 {
+		case 0:
+			msgs = append(msgs, llm.Message{Role: "user", Content: llm.Text("please run the tests and tell me what failed")})
+		case 1:
+			msgs = append(msgs, llm.Message{Role: "assistant", Content: llm.Text(""), ToolCalls: []llm.ToolCall{{ID: "call_1", Type: "function",
+				Function: llm.FunctionCall{Name: "bash", Arguments: `{"cmd":"go test ./..."}`}}}})
+		default:
+			msgs = append(msgs, llm.Message{Role: "tool", ToolCallID: "call_1", Content: llm.Text("ok  \tgithub.com/bubbus/bub/pkg/llm\t0.012s\nFAIL\tgithub.com/bubbus/bub/pkg/tape")})
+		}
+	}
+	req := llm.Request{RunID: "01JABCDEF0123456789ABCDEFG", Model: "openai:gpt-4o", Messages: msgs, ToolNames: []string{"bash", "fs.read", "fs.write", "web.fetch"}}
+	state := bub.NewState(map[string]any{bub.StateSessionID: "http:42", bub.StateModel: "openai:gpt-4o"})
+	r := Request[AfterLLMCallInput]{Hook: hooks.HookAfterLLMCall, RunID: req.RunID, SessionID: "http:42", State: state.Public(),
+		Input: AfterLLMCallInput{Request: req, Result: LLMResult{Result: llm.Result{RunID: req.RunID, Text: "two packages failed",
+			Usage: &llm.Usage{PromptTokens: 1200, CompletionTokens: 40, TotalTokens: 1240}, DurationMS: 812}}}}
+	var buf []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		var err error
+		if buf, err = encodeRequest(buf[:0], &r); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.SetBytes(int64(len(buf)))
 }

@@ -5,7 +5,9 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/bubbus/bub/pkg/bub"
 	"github.com/bubbus/bub/pkg/hooks"
+	"github.com/bubbus/bub/pkg/llm"
 )
 
 // FuzzObject: Object decodes exactly what encoding/json decodes into a
@@ -121,5 +123,77 @@ func FuzzEncode(f *testing.F) {
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("encoded %s, encoding/json %s", mine, std)
 		}
+	})
+}
+
+// FuzzEncodeLLM: the hand-written inputs of before_llm_call and
+// after_llm_call read back as what encoding/json writes for them, for
+// every shape of message the model context holds.
+func FuzzEncodeLLM(f *testing.F) {
+	f.Add("hi <b> & \u2028", "call_1", `{"a": [1, 2.5e-9]}`, uint8(0xff), 7)
+	f.Add("", "", `null`, uint8(0), 0)
+	f.Fuzz(func(t *testing.T, text, id, details string, shape uint8, n int) {
+		var d map[string]any
+		if json.Unmarshal([]byte(details), &d) != nil {
+			return
+		}
+		bit := func(i uint) bool { return shape&(1<<i) != 0 }
+		msg := llm.Message{Role: "user", Content: llm.Text(text)}
+		if bit(0) {
+			msg.Content = llm.Content{Parts: []llm.Part{}}
+			if bit(1) {
+				msg.Content.Parts = append(msg.Content.Parts, llm.Part{Type: "text", Text: text},
+					llm.Part{Type: "image_url", ImageURL: &llm.URLPart{URL: id}},
+					llm.Part{Type: "video_url", VideoURL: &llm.URLPart{URL: text}},
+					llm.Part{Type: "input_audio", InputAudio: &llm.AudioPart{Data: id, Format: text}})
+			}
+		}
+		call := llm.ToolCall{ID: id, Type: "function", Function: llm.FunctionCall{Name: text, Arguments: details}}
+		if bit(2) {
+			msg.ToolCalls, msg.ToolCallID, msg.Name = []llm.ToolCall{call, call}, id, text
+		}
+		req := llm.Request{RunID: id, Model: text, MaxTokens: n}
+		if bit(3) {
+			req.Messages, req.ToolNames = []llm.Message{msg, {Role: "tool", Content: llm.Text(id)}}, []string{text, id}
+		} else if bit(4) {
+			req.Messages, req.ToolNames = []llm.Message{}, []string{}
+		}
+		res := LLMResult{Result: llm.Result{RunID: id, Text: text, DurationMS: int64(n)}}
+		if bit(5) {
+			res.ToolCalls = []llm.ToolCall{call}
+			res.Usage = &llm.Usage{PromptTokens: n, CompletionTokens: -n, TotalTokens: 2 * n}
+			if bit(6) {
+				res.Usage.PromptTokensDetails = &llm.PromptTokensDetails{CachedTokens: n, CacheWriteTokens: n / 2}
+			}
+		}
+		if bit(7) {
+			res.Error = &ErrorBody{Kind: bub.Kind(id), Message: text, Details: d}
+		}
+		same := func(r any, mine []byte, err error) {
+			t.Helper()
+			if err != nil {
+				t.Fatal(err)
+			}
+			std, err := json.Marshal(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got, want any
+			if err := json.Unmarshal(mine, &got); err != nil {
+				t.Fatalf("%q: %v", mine, err)
+			}
+			if err := json.Unmarshal(std, &want); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("encoded %s\nencoding/json %s", mine, std)
+			}
+		}
+		before := Request[BeforeLLMCallInput]{Hook: hooks.HookBeforeLLMCall, RunID: id, Input: BeforeLLMCallInput{Request: req}}
+		mine, err := encodeRequest(nil, &before)
+		same(before, mine, err)
+		after := Request[AfterLLMCallInput]{Hook: hooks.HookAfterLLMCall, RunID: id, Input: AfterLLMCallInput{Request: req, Result: res}}
+		mine, err = encodeRequest(nil, &after)
+		same(after, mine, err)
 	})
 }
