@@ -13,7 +13,8 @@ import (
 )
 
 // This file encodes requests fast, the counterpart of object.go: the
-// envelope, the state and before_tool_call's input are written without
+// envelope, the state and the inputs of before_tool_call (here) and of
+// before_llm_call and after_llm_call (encode_llm.go) are written without
 // reflection; values of other types and other inputs go through
 // encoding/json. The output is valid JSON that encoding/json decodes to
 // the same values as its own encoding (HTML characters are not escaped).
