@@ -52,10 +52,10 @@ func BenchmarkDecodeRequest(b *testing.B) {
 	}
 }
 
-// BenchmarkEncodeLLMRequest measures the encoding of an after_llm_call
-// request whose model context is 20 messages (a system prompt, user and
-// assistant turns, a tool call and its result).
-func BenchmarkEncodeLLMRequest(b *testing.B) {
+// benchLLMRequest is an after_llm_call request whose model context is 20
+// messages (a system prompt, user and assistant turns, tool calls and
+// their results).
+func benchLLMRequest() Request[AfterLLMCallInput] {
 	msgs := []llm.Message{{Role: "system", Content: llm.Text(strings.Repeat("You are Bub, a helpful agent. ", 40))}}
 	for i := range 19 {
 		switch i % 3 {
@@ -70,9 +70,15 @@ func BenchmarkEncodeLLMRequest(b *testing.B) {
 	}
 	req := llm.Request{RunID: "01JABCDEF0123456789ABCDEFG", Model: "openai:gpt-4o", Messages: msgs, ToolNames: []string{"bash", "fs.read", "fs.write", "web.fetch"}}
 	state := bub.NewState(map[string]any{bub.StateSessionID: "http:42", bub.StateModel: "openai:gpt-4o"})
-	r := Request[AfterLLMCallInput]{Hook: hooks.HookAfterLLMCall, RunID: req.RunID, SessionID: "http:42", State: state.Public(),
+	return Request[AfterLLMCallInput]{Hook: hooks.HookAfterLLMCall, RunID: req.RunID, SessionID: "http:42", State: state.Public(),
 		Input: AfterLLMCallInput{Request: req, Result: LLMResult{Result: llm.Result{RunID: req.RunID, Text: "two packages failed",
 			Usage: &llm.Usage{PromptTokens: 1200, CompletionTokens: 40, TotalTokens: 1240}, DurationMS: 812}}}}
+}
+
+// BenchmarkEncodeLLMRequest measures the plugin's encoding of
+// benchLLMRequest.
+func BenchmarkEncodeLLMRequest(b *testing.B) {
+	r := benchLLMRequest()
 	var buf []byte
 	b.ReportAllocs()
 	for b.Loop() {
@@ -82,4 +88,22 @@ func BenchmarkEncodeLLMRequest(b *testing.B) {
 		}
 	}
 	b.SetBytes(int64(len(buf)))
+}
+
+// BenchmarkDecodeLLMRequest measures an interceptor's decoding of
+// benchLLMRequest.
+func BenchmarkDecodeLLMRequest(b *testing.B) {
+	r := benchLLMRequest()
+	data, err := encodeRequest(nil, &r)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var got Request[AfterLLMCallInput]
+		if err := got.UnmarshalJSON(data); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -14,7 +14,8 @@ import (
 
 // This file decodes requests fast: an interceptor decodes one per call,
 // and with encoding/json the generic turn state (a map of any) was most of
-// its work. The envelope, the state and before_tool_call's input are
+// its work. The envelope, the state and the inputs of before_tool_call
+// (here) and of before_llm_call and after_llm_call (encode_llm.go) are
 // parsed in one pass without reflection; other inputs go through
 // encoding/json. Measured on 2026-12-01 (bench P2, quiet machine), this
 // file and encode.go replaced by encoding/json took the hop/raw ratio from
@@ -50,8 +51,8 @@ func (o *Object) UnmarshalJSON(data []byte) error {
 }
 
 // UnmarshalJSON decodes a request: the envelope and the state in one pass,
-// and the input too when it is before_tool_call's (the hot path);
-// other inputs go through encoding/json. Member names match exactly
+// and the input too when it is before_tool_call's, before_llm_call's or
+// after_llm_call's (the hot paths); other inputs go through encoding/json. Member names match exactly
 // (encoding/json would also accept other letter cases); unknown members
 // are skipped. Call it directly rather than through json.Unmarshal, which
 // would first scan the whole request once more.
@@ -358,6 +359,32 @@ func (p *parser) number() (float64, error) {
 		return 0, err
 	}
 	return strconv.ParseFloat(string(p.data[start:p.i]), 64) // out of range fails, as with encoding/json
+}
+
+// integer decodes a number into an int64 as encoding/json does: an
+// integer literal in range; null is 0.
+func (p *parser) integer() (int64, error) {
+	if p.literal("null") {
+		return 0, nil
+	}
+	start := p.i
+	if p.i >= len(p.data) || p.data[p.i] != '-' && (p.data[p.i] < '0' || p.data[p.i] > '9') {
+		return 0, errSyntax
+	}
+	if err := p.skipNumber(); err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(string(p.data[start:p.i]), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("remote: number %s is not an integer", p.data[start:p.i])
+	}
+	return n, nil
+}
+
+// int is integer for an int.
+func (p *parser) int() (int, error) {
+	n, err := p.integer()
+	return int(n), err
 }
 
 // skipNumber moves past the number at i, checking JSON's grammar.

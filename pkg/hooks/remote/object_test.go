@@ -1,9 +1,11 @@
 package remote
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"testing"
+	"unicode"
 
 	"github.com/bubbus/bub/pkg/bub"
 	"github.com/bubbus/bub/pkg/hooks"
@@ -192,8 +194,94 @@ func FuzzEncodeLLM(f *testing.F) {
 		before := Request[BeforeLLMCallInput]{Hook: hooks.HookBeforeLLMCall, RunID: id, Input: BeforeLLMCallInput{Request: req}}
 		mine, err := encodeRequest(nil, &before)
 		same(before, mine, err)
+		decodesAsStd(t, mine, before.Input)
 		after := Request[AfterLLMCallInput]{Hook: hooks.HookAfterLLMCall, RunID: id, Input: AfterLLMCallInput{Request: req, Result: res}}
 		mine, err = encodeRequest(nil, &after)
 		same(after, mine, err)
+		decodesAsStd(t, mine, after.Input)
 	})
+}
+
+// decodesAsStd checks that Request.UnmarshalJSON reads data's input as
+// encoding/json reads it.
+func decodesAsStd[In any](t *testing.T, data []byte, _ In) {
+	t.Helper()
+	var got Request[In]
+	if err := got.UnmarshalJSON(data); err != nil {
+		t.Fatalf("%s: %v", data, err)
+	}
+	var want struct {
+		Input In `json:"input"`
+	}
+	if err := json.Unmarshal(data, &want); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Input, want.Input) {
+		t.Fatalf("%s:\ndecoded       %#v\nencoding/json %#v", data, got.Input, want.Input)
+	}
+}
+
+// FuzzDecodeLLM: arbitrary bytes decode as an LLM call's input only when
+// they are valid JSON, never panicking, and whatever encoding/json reads
+// from valid input this decoder reads the same (or both fail).
+func FuzzDecodeLLM(f *testing.F) {
+	f.Add([]byte(`{"input": {"request": {"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}], "max_tokens": 5}, "result": {"usage": {"prompt_tokens": 1, "prompt_tokens_details": null}, "error": {"kind": "x", "details": {}}}}}`))
+	f.Add([]byte(`{"input": {"request": {"max_tokens": 1.5, "messages": null, "tool_names": ["a", null]}}}`))
+	f.Add([]byte(`{"input": {"result": {"duration_ms": -0, "tool_calls": [{"function": {"arguments": "{}"}}, null]}}}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var got Request[AfterLLMCallInput]
+		err := got.UnmarshalJSON(raw)
+		if err == nil && !json.Valid(raw) {
+			t.Fatalf("%q decoded but is not valid JSON", raw)
+		}
+		var want struct {
+			Input AfterLLMCallInput `json:"input"`
+		}
+		if err != nil || json.Unmarshal(raw, &want) != nil || bytes.ContainsFunc(raw, unicode.IsUpper) || repeatsMember(raw) {
+			return // encoding/json matches member names in any letter case, and merges repeated ones
+		}
+		if !reflect.DeepEqual(got.Input, want.Input) {
+			t.Fatalf("%s:\ndecoded       %#v\nencoding/json %#v", raw, got.Input, want.Input)
+		}
+	})
+}
+
+// repeatsMember reports whether an object in the valid JSON data names a
+// member twice.
+func repeatsMember(data []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	type level struct {
+		names  map[string]bool
+		object bool
+		key    bool // the next string token is a member name
+	}
+	var stack []*level
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		var top *level
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if s, ok := tok.(string); ok && top != nil && top.object && top.key {
+			if top.names[s] {
+				return true
+			}
+			top.names[s], top.key = true, false
+			continue
+		}
+		if top != nil && top.object {
+			top.key = true // a value ends here (or a nested one starts; its end resets it)
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &level{names: map[string]bool{}, object: true, key: true})
+		case json.Delim('['):
+			stack = append(stack, &level{})
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+	}
 }
