@@ -14,7 +14,7 @@ import (
 
 // This file encodes requests fast, the counterpart of object.go: the
 // envelope, the state and the inputs of before_tool_call (here) and of
-// before_llm_call and after_llm_call (encode_llm.go) are written without
+// before_llm_call and after_llm_call (llmcodec.go) are written without
 // reflection; values of other types and other inputs go through
 // encoding/json. The output is valid JSON that encoding/json decodes to
 // the same values as its own encoding (HTML characters are not escaped).

@@ -15,7 +15,7 @@ import (
 // This file decodes requests fast: an interceptor decodes one per call,
 // and with encoding/json the generic turn state (a map of any) was most of
 // its work. The envelope, the state and the inputs of before_tool_call
-// (here) and of before_llm_call and after_llm_call (encode_llm.go) are
+// (here) and of before_llm_call and after_llm_call (llmcodec.go) are
 // parsed in one pass without reflection; other inputs go through
 // encoding/json. Measured on 2026-12-01 (bench P2, quiet machine), this
 // file and encode.go replaced by encoding/json took the hop/raw ratio from
