@@ -21,8 +21,13 @@ func benchRequest() Request[BeforeToolCallInput] {
 
 // BenchmarkEncodeRequest measures the plugin's encoding of one request,
 // the client's share of a hop's JSON work.
-func BenchmarkEncodeRequest(b *testing.B) {
-	r := benchRequest()
+func BenchmarkEncodeRequest(b *testing.B) { benchEncode(b, benchRequest()) }
+
+// BenchmarkDecodeRequest measures interceptor.Serve's decoding of one
+// request, the server's share.
+func BenchmarkDecodeRequest(b *testing.B) { benchDecode(b, benchRequest()) }
+
+func benchEncode[In any](b *testing.B, r Request[In]) {
 	var buf []byte
 	b.ReportAllocs()
 	for b.Loop() {
@@ -34,10 +39,7 @@ func BenchmarkEncodeRequest(b *testing.B) {
 	b.SetBytes(int64(len(buf)))
 }
 
-// BenchmarkDecodeRequest measures interceptor.Serve's decoding of one
-// request, the server's share.
-func BenchmarkDecodeRequest(b *testing.B) {
-	r := benchRequest()
+func benchDecode[In any](b *testing.B, r Request[In]) {
 	data, err := encodeRequest(nil, &r)
 	if err != nil {
 		b.Fatal(err)
@@ -45,7 +47,7 @@ func BenchmarkDecodeRequest(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
-		var got Request[BeforeToolCallInput]
+		var got Request[In]
 		if err := got.UnmarshalJSON(data); err != nil {
 			b.Fatal(err)
 		}
@@ -77,33 +79,8 @@ func benchLLMRequest() Request[AfterLLMCallInput] {
 
 // BenchmarkEncodeLLMRequest measures the plugin's encoding of
 // benchLLMRequest.
-func BenchmarkEncodeLLMRequest(b *testing.B) {
-	r := benchLLMRequest()
-	var buf []byte
-	b.ReportAllocs()
-	for b.Loop() {
-		var err error
-		if buf, err = encodeRequest(buf[:0], &r); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.SetBytes(int64(len(buf)))
-}
+func BenchmarkEncodeLLMRequest(b *testing.B) { benchEncode(b, benchLLMRequest()) }
 
 // BenchmarkDecodeLLMRequest measures an interceptor's decoding of
 // benchLLMRequest.
-func BenchmarkDecodeLLMRequest(b *testing.B) {
-	r := benchLLMRequest()
-	data, err := encodeRequest(nil, &r)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	for b.Loop() {
-		var got Request[AfterLLMCallInput]
-		if err := got.UnmarshalJSON(data); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
+func BenchmarkDecodeLLMRequest(b *testing.B) { benchDecode(b, benchLLMRequest()) }

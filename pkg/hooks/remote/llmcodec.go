@@ -196,264 +196,177 @@ func appendLLMResult(b []byte, r *LLMResult) ([]byte, error) {
 
 // The decoders below are the interceptor's side: they read what the
 // encoders above write, in the parser's single pass (object.go), into
-// exactly what encoding/json decodes from it. Unlike encoding/json, a
-// member given twice is decoded afresh rather than merged into the first.
+// exactly what encoding/json decodes from it. Each type's members are a
+// table from member name to decoder; other members are skipped. Unlike
+// encoding/json, a member given twice is decoded afresh rather than merged
+// into the first.
 
-func (in *BeforeLLMCallInput) decode(p *parser) error {
-	return p.members(func(p *parser, key []byte) error {
-		if string(key) != "request" {
-			return p.skip(0)
-		}
-		return decodeLLMRequest(p, &in.Request)
-	})
-}
+func (in *BeforeLLMCallInput) decode(p *parser) error { return beforeMembers.decode(p, in) }
 
-func (in *AfterLLMCallInput) decode(p *parser) error {
+func (in *AfterLLMCallInput) decode(p *parser) error { return afterMembers.decode(p, in) }
+
+var (
+	beforeMembers = members[BeforeLLMCallInput]{
+		"request": object(func(in *BeforeLLMCallInput) *llm.Request { return &in.Request }, requestMembers),
+	}
+	afterMembers = members[AfterLLMCallInput]{
+		"request": object(func(in *AfterLLMCallInput) *llm.Request { return &in.Request }, requestMembers),
+		"result":  object(func(in *AfterLLMCallInput) *LLMResult { return &in.Result }, resultMembers),
+	}
+	requestMembers = members[llm.Request]{
+		"run_id":     text(func(r *llm.Request) *string { return &r.RunID }),
+		"model":      text(func(r *llm.Request) *string { return &r.Model }),
+		"messages":   list(func(r *llm.Request) *[]llm.Message { return &r.Messages }, messageMembers.decode),
+		"tool_names": list(func(r *llm.Request) *[]string { return &r.ToolNames }, decodeString),
+		"max_tokens": integer(func(r *llm.Request) *int { return &r.MaxTokens }),
+	}
+	messageMembers = members[llm.Message]{
+		"role":         text(func(m *llm.Message) *string { return &m.Role }),
+		"content":      func(p *parser, m *llm.Message) error { return decodeContent(p, &m.Content) },
+		"tool_calls":   list(func(m *llm.Message) *[]llm.ToolCall { return &m.ToolCalls }, toolCallMembers.decode),
+		"tool_call_id": text(func(m *llm.Message) *string { return &m.ToolCallID }),
+		"name":         text(func(m *llm.Message) *string { return &m.Name }),
+	}
+	partMembers = members[llm.Part]{
+		"type":        text(func(p *llm.Part) *string { return &p.Type }),
+		"text":        text(func(p *llm.Part) *string { return &p.Text }),
+		"image_url":   nullable(func(p *llm.Part) **llm.URLPart { return &p.ImageURL }, urlMembers),
+		"video_url":   nullable(func(p *llm.Part) **llm.URLPart { return &p.VideoURL }, urlMembers),
+		"input_audio": nullable(func(p *llm.Part) **llm.AudioPart { return &p.InputAudio }, audioMembers),
+	}
+	urlMembers = members[llm.URLPart]{
+		"url": text(func(u *llm.URLPart) *string { return &u.URL }),
+	}
+	audioMembers = members[llm.AudioPart]{
+		"data":   text(func(a *llm.AudioPart) *string { return &a.Data }),
+		"format": text(func(a *llm.AudioPart) *string { return &a.Format }),
+	}
+	toolCallMembers = members[llm.ToolCall]{
+		"id":       text(func(c *llm.ToolCall) *string { return &c.ID }),
+		"type":     text(func(c *llm.ToolCall) *string { return &c.Type }),
+		"function": object(func(c *llm.ToolCall) *llm.FunctionCall { return &c.Function }, functionMembers),
+	}
+	functionMembers = members[llm.FunctionCall]{
+		"name":      text(func(f *llm.FunctionCall) *string { return &f.Name }),
+		"arguments": text(func(f *llm.FunctionCall) *string { return &f.Arguments }),
+	}
+	resultMembers = members[LLMResult]{
+		"run_id":      text(func(r *LLMResult) *string { return &r.RunID }),
+		"text":        text(func(r *LLMResult) *string { return &r.Text }),
+		"tool_calls":  list(func(r *LLMResult) *[]llm.ToolCall { return &r.ToolCalls }, toolCallMembers.decode),
+		"usage":       nullable(func(r *LLMResult) **llm.Usage { return &r.Usage }, usageMembers),
+		"duration_ms": integer(func(r *LLMResult) *int64 { return &r.DurationMS }),
+		"error":       nullable(func(r *LLMResult) **ErrorBody { return &r.Error }, errorMembers),
+	}
+	usageMembers = members[llm.Usage]{
+		"prompt_tokens":         integer(func(u *llm.Usage) *int { return &u.PromptTokens }),
+		"completion_tokens":     integer(func(u *llm.Usage) *int { return &u.CompletionTokens }),
+		"total_tokens":          integer(func(u *llm.Usage) *int { return &u.TotalTokens }),
+		"prompt_tokens_details": nullable(func(u *llm.Usage) **llm.PromptTokensDetails { return &u.PromptTokensDetails }, detailsMembers),
+	}
+	detailsMembers = members[llm.PromptTokensDetails]{
+		"cached_tokens":      integer(func(d *llm.PromptTokensDetails) *int { return &d.CachedTokens }),
+		"cache_write_tokens": integer(func(d *llm.PromptTokensDetails) *int { return &d.CacheWriteTokens }),
+	}
+	errorMembers = members[ErrorBody]{
+		"kind":    text(func(e *ErrorBody) *bub.Kind { return &e.Kind }),
+		"message": text(func(e *ErrorBody) *string { return &e.Message }),
+		"details": func(p *parser, e *ErrorBody) (err error) { e.Details, err = p.objectOrNull(); return err },
+	}
+)
+
+// members decodes an object into a T: each member with the decoder of its
+// name, others skipped; null leaves the T as it is.
+type members[T any] map[string]func(p *parser, v *T) error
+
+func (m members[T]) decode(p *parser, v *T) error {
 	return p.members(func(p *parser, key []byte) error {
-		switch string(key) {
-		case "request":
-			return decodeLLMRequest(p, &in.Request)
-		case "result":
-			return decodeLLMResult(p, &in.Result)
+		if f, ok := m[string(key)]; ok {
+			return f(p, v)
 		}
 		return p.skip(0)
 	})
 }
 
-func decodeLLMRequest(p *parser, r *llm.Request) error {
-	return p.members(func(p *parser, key []byte) (err error) {
-		switch string(key) {
-		case "run_id":
-			r.RunID, err = p.stringOrNull()
-		case "model":
-			r.Model, err = p.stringOrNull()
-		case "messages":
-			r.Messages, err = list(p, decodeMessage)
-		case "tool_names":
-			r.ToolNames, err = list(p, func(p *parser, s *string) (err error) {
-				*s, err = p.stringOrNull()
-				return err
-			})
-		case "max_tokens":
-			r.MaxTokens, err = p.int()
-		default:
-			err = p.skip(0)
-		}
+// text decodes a string member (null is "").
+func text[T any, S ~string](field func(*T) *S) func(*parser, *T) error {
+	return func(p *parser, v *T) error {
+		s, err := p.stringOrNull()
+		*field(v) = S(s)
 		return err
-	})
+	}
 }
 
-func decodeMessage(p *parser, m *llm.Message) error {
-	return p.members(func(p *parser, key []byte) (err error) {
-		switch string(key) {
-		case "role":
-			m.Role, err = p.stringOrNull()
-		case "content":
-			err = decodeContent(p, &m.Content)
-		case "tool_calls":
-			m.ToolCalls, err = list(p, decodeToolCall)
-		case "tool_call_id":
-			m.ToolCallID, err = p.stringOrNull()
-		case "name":
-			m.Name, err = p.stringOrNull()
-		default:
-			err = p.skip(0)
-		}
+func decodeString(p *parser, s *string) (err error) {
+	*s, err = p.stringOrNull()
+	return err
+}
+
+// integer decodes an integer member (null is 0).
+func integer[T any, N int | int64](field func(*T) *N) func(*parser, *T) error {
+	return func(p *parser, v *T) error {
+		n, err := p.integer()
+		*field(v) = N(n)
 		return err
-	})
+	}
+}
+
+// object decodes an object member into the struct field points to.
+func object[T, F any](field func(*T) *F, m members[F]) func(*parser, *T) error {
+	return func(p *parser, v *T) error { return m.decode(p, field(v)) }
+}
+
+// nullable decodes an object member into a new F (null is nil).
+func nullable[T, F any](field func(*T) **F, m members[F]) func(*parser, *T) error {
+	return func(p *parser, v *T) error {
+		dst := field(v)
+		if p.literal("null") {
+			*dst = nil
+			return nil
+		}
+		*dst = new(F)
+		return m.decode(p, *dst)
+	}
+}
+
+// list decodes an array member of E (null is nil, [] an empty list), each
+// element with each.
+func list[T, E any](field func(*T) *[]E, each func(p *parser, e *E) error) func(*parser, *T) error {
+	return func(p *parser, v *T) error {
+		dst := field(v)
+		if p.literal("null") {
+			*dst = nil
+			return nil
+		}
+		if p.i >= len(p.data) || p.data[p.i] != '[' {
+			return errSyntax
+		}
+		out := []E{}
+		err := p.elements(']', func([]byte) error {
+			p.space()
+			var e E
+			err := each(p, &e)
+			out = append(out, e)
+			return err
+		})
+		*dst = out
+		return err
+	}
 }
 
 // decodeContent reads what llm.Content.UnmarshalJSON accepts: a string,
 // a part list or null.
-func decodeContent(p *parser, c *llm.Content) (err error) {
+func decodeContent(p *parser, c *llm.Content) error {
 	*c = llm.Content{}
 	switch {
 	case p.i < len(p.data) && p.data[p.i] == '[':
-		c.Parts, err = list(p, decodePart)
+		return list(func(c *llm.Content) *[]llm.Part { return &c.Parts }, partMembers.decode)(p, c)
 	case p.i < len(p.data) && p.data[p.i] == '"':
+		var err error
 		c.Text, err = p.string()
-	case !p.literal("null"):
-		err = errSyntax
-	}
-	return err
-}
-
-func decodePart(p *parser, part *llm.Part) error {
-	url := func(p *parser, u **llm.URLPart) error {
-		if p.literal("null") {
-			*u = nil
-			return nil
-		}
-		*u = &llm.URLPart{}
-		return p.members(func(p *parser, key []byte) (err error) {
-			if string(key) != "url" {
-				return p.skip(0)
-			}
-			(*u).URL, err = p.stringOrNull()
-			return err
-		})
-	}
-	return p.members(func(p *parser, key []byte) (err error) {
-		switch string(key) {
-		case "type":
-			part.Type, err = p.stringOrNull()
-		case "text":
-			part.Text, err = p.stringOrNull()
-		case "image_url":
-			err = url(p, &part.ImageURL)
-		case "video_url":
-			err = url(p, &part.VideoURL)
-		case "input_audio":
-			if p.literal("null") {
-				part.InputAudio = nil
-				return nil
-			}
-			a := &llm.AudioPart{}
-			part.InputAudio = a
-			err = p.members(func(p *parser, key []byte) (err error) {
-				switch string(key) {
-				case "data":
-					a.Data, err = p.stringOrNull()
-				case "format":
-					a.Format, err = p.stringOrNull()
-				default:
-					err = p.skip(0)
-				}
-				return err
-			})
-		default:
-			err = p.skip(0)
-		}
 		return err
-	})
-}
-
-func decodeToolCall(p *parser, c *llm.ToolCall) error {
-	return p.members(func(p *parser, key []byte) (err error) {
-		switch string(key) {
-		case "id":
-			c.ID, err = p.stringOrNull()
-		case "type":
-			c.Type, err = p.stringOrNull()
-		case "function":
-			err = p.members(func(p *parser, key []byte) (err error) {
-				switch string(key) {
-				case "name":
-					c.Function.Name, err = p.stringOrNull()
-				case "arguments":
-					c.Function.Arguments, err = p.stringOrNull()
-				default:
-					err = p.skip(0)
-				}
-				return err
-			})
-		default:
-			err = p.skip(0)
-		}
-		return err
-	})
-}
-
-func decodeLLMResult(p *parser, r *LLMResult) error {
-	return p.members(func(p *parser, key []byte) (err error) {
-		switch string(key) {
-		case "run_id":
-			r.RunID, err = p.stringOrNull()
-		case "text":
-			r.Text, err = p.stringOrNull()
-		case "tool_calls":
-			r.ToolCalls, err = list(p, decodeToolCall)
-		case "usage":
-			err = decodeUsage(p, &r.Usage)
-		case "duration_ms":
-			r.DurationMS, err = p.integer()
-		case "error":
-			err = decodeErrorBody(p, &r.Error)
-		default:
-			err = p.skip(0)
-		}
-		return err
-	})
-}
-
-func decodeUsage(p *parser, u **llm.Usage) error {
-	if p.literal("null") {
-		*u = nil
+	case p.literal("null"):
 		return nil
 	}
-	*u = &llm.Usage{}
-	return p.members(func(p *parser, key []byte) (err error) {
-		switch string(key) {
-		case "prompt_tokens":
-			(*u).PromptTokens, err = p.int()
-		case "completion_tokens":
-			(*u).CompletionTokens, err = p.int()
-		case "total_tokens":
-			(*u).TotalTokens, err = p.int()
-		case "prompt_tokens_details":
-			if p.literal("null") {
-				(*u).PromptTokensDetails = nil
-				return nil
-			}
-			d := &llm.PromptTokensDetails{}
-			(*u).PromptTokensDetails = d
-			err = p.members(func(p *parser, key []byte) (err error) {
-				switch string(key) {
-				case "cached_tokens":
-					d.CachedTokens, err = p.int()
-				case "cache_write_tokens":
-					d.CacheWriteTokens, err = p.int()
-				default:
-					err = p.skip(0)
-				}
-				return err
-			})
-		default:
-			err = p.skip(0)
-		}
-		return err
-	})
-}
-
-func decodeErrorBody(p *parser, e **ErrorBody) error {
-	if p.literal("null") {
-		*e = nil
-		return nil
-	}
-	*e = &ErrorBody{}
-	return p.members(func(p *parser, key []byte) (err error) {
-		switch string(key) {
-		case "kind":
-			var s string
-			s, err = p.stringOrNull()
-			(*e).Kind = bub.Kind(s)
-		case "message":
-			(*e).Message, err = p.stringOrNull()
-		case "details":
-			(*e).Details, err = p.objectOrNull()
-		default:
-			err = p.skip(0)
-		}
-		return err
-	})
-}
-
-// list decodes an array of T (null is nil, [] an empty list), each
-// element with each.
-func list[T any](p *parser, each func(p *parser, v *T) error) ([]T, error) {
-	if p.literal("null") {
-		return nil, nil
-	}
-	if p.i >= len(p.data) || p.data[p.i] != '[' {
-		return nil, errSyntax
-	}
-	out := []T{}
-	err := p.elements(']', func([]byte) error {
-		p.space()
-		var v T
-		err := each(p, &v)
-		out = append(out, v)
-		return err
-	})
-	return out, err
+	return errSyntax
 }

@@ -108,24 +108,31 @@ func FuzzEncode(f *testing.F) {
 		in.State["odd"], in.State["int"] = odd, len(odd)
 		in.Hook, in.RunID, in.SessionID, in.Input.Call.Tool, in.Input.Call.CallID = hooks.Hook(hook), odd, hook+odd, tool, odd
 		mine, err := encodeRequest(nil, &in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		std, err := json.Marshal(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got, want any
-		if err := json.Unmarshal(mine, &got); err != nil {
-			t.Fatalf("%q: %v", mine, err)
-		}
-		if err := json.Unmarshal(std, &want); err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("encoded %s, encoding/json %s", mine, std)
-		}
+		readsAsStd(t, in, mine, err)
 	})
+}
+
+// readsAsStd checks that mine (encoded with error err) reads back as the
+// same value as encoding/json's encoding of v.
+func readsAsStd(t *testing.T, v any, mine []byte, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	std, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, want any
+	if err := json.Unmarshal(mine, &got); err != nil {
+		t.Fatalf("%q: %v", mine, err)
+	}
+	if err := json.Unmarshal(std, &want); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("encoded %s\nencoding/json %s", mine, std)
+	}
 }
 
 // FuzzEncodeLLM: the hand-written inputs of before_llm_call and
@@ -171,33 +178,13 @@ func FuzzEncodeLLM(f *testing.F) {
 		if bit(7) {
 			res.Error = &ErrorBody{Kind: bub.Kind(id), Message: text, Details: d}
 		}
-		same := func(r any, mine []byte, err error) {
-			t.Helper()
-			if err != nil {
-				t.Fatal(err)
-			}
-			std, err := json.Marshal(r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got, want any
-			if err := json.Unmarshal(mine, &got); err != nil {
-				t.Fatalf("%q: %v", mine, err)
-			}
-			if err := json.Unmarshal(std, &want); err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(got, want) {
-				t.Fatalf("encoded %s\nencoding/json %s", mine, std)
-			}
-		}
 		before := Request[BeforeLLMCallInput]{Hook: hooks.HookBeforeLLMCall, RunID: id, Input: BeforeLLMCallInput{Request: req}}
 		mine, err := encodeRequest(nil, &before)
-		same(before, mine, err)
+		readsAsStd(t, before, mine, err)
 		decodesAsStd(t, mine, before.Input)
 		after := Request[AfterLLMCallInput]{Hook: hooks.HookAfterLLMCall, RunID: id, Input: AfterLLMCallInput{Request: req, Result: res}}
 		mine, err = encodeRequest(nil, &after)
-		same(after, mine, err)
+		readsAsStd(t, after, mine, err)
 		decodesAsStd(t, mine, after.Input)
 	})
 }
