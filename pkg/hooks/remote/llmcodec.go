@@ -32,36 +32,30 @@ func appendLLMRequest(b []byte, r *llm.Request) []byte {
 	b = append(b, `,"model":`...)
 	b = appendString(b, r.Model)
 	b = append(b, `,"messages":`...)
-	if r.Messages == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i := range r.Messages {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendMessage(b, &r.Messages[i])
-		}
-		b = append(b, ']')
-	}
+	b = appendArray(b, r.Messages, appendMessage)
 	b = append(b, `,"tool_names":`...)
-	if r.ToolNames == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i, n := range r.ToolNames {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, n)
-		}
-		b = append(b, ']')
-	}
+	b = appendArray(b, r.ToolNames, func(b []byte, s *string) []byte { return appendString(b, *s) })
 	if r.MaxTokens != 0 {
 		b = append(b, `,"max_tokens":`...)
 		b = strconv.AppendInt(b, int64(r.MaxTokens), 10)
 	}
 	return append(b, '}')
+}
+
+// appendArray writes xs as a JSON array, each element with each; nil is
+// null, as encoding/json writes a nil slice.
+func appendArray[E any](b []byte, xs []E, each func([]byte, *E) []byte) []byte {
+	if xs == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i := range xs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = each(b, &xs[i])
+	}
+	return append(b, ']')
 }
 
 func appendMessage(b []byte, m *llm.Message) []byte {
@@ -87,14 +81,7 @@ func appendContent(b []byte, c *llm.Content) []byte {
 	if c.Parts == nil {
 		return appendString(b, c.Text)
 	}
-	b = append(b, '[')
-	for i := range c.Parts {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendPart(b, &c.Parts[i])
-	}
-	return append(b, ']')
+	return appendArray(b, c.Parts, appendPart)
 }
 
 func appendPart(b []byte, p *llm.Part) []byte {
@@ -104,17 +91,8 @@ func appendPart(b []byte, p *llm.Part) []byte {
 		b = append(b, `,"text":`...)
 		b = appendString(b, p.Text)
 	}
-	for _, u := range []struct {
-		key string
-		url *llm.URLPart
-	}{{`,"image_url":`, p.ImageURL}, {`,"video_url":`, p.VideoURL}} {
-		if u.url != nil {
-			b = append(b, u.key...)
-			b = append(b, `{"url":`...)
-			b = appendString(b, u.url.URL)
-			b = append(b, '}')
-		}
-	}
+	b = appendURL(b, `,"image_url":`, p.ImageURL)
+	b = appendURL(b, `,"video_url":`, p.VideoURL)
 	if a := p.InputAudio; a != nil {
 		b = append(b, `,"input_audio":{"data":`...)
 		b = appendString(b, a.Data)
@@ -125,17 +103,26 @@ func appendPart(b []byte, p *llm.Part) []byte {
 	return append(b, '}')
 }
 
+// appendURL writes member (`,"<name>":`) with u, nothing for nil
+// (omitempty).
+func appendURL(b []byte, member string, u *llm.URLPart) []byte {
+	if u == nil {
+		return b
+	}
+	b = append(b, member...)
+	b = append(b, `{"url":`...)
+	b = appendString(b, u.URL)
+	return append(b, '}')
+}
+
 // appendToolCalls writes a "tool_calls" member when there are any
 // (omitempty).
 func appendToolCalls(b []byte, calls []llm.ToolCall) []byte {
 	if len(calls) == 0 {
 		return b
 	}
-	b = append(b, `,"tool_calls":[`...)
-	for i, c := range calls {
-		if i > 0 {
-			b = append(b, ',')
-		}
+	b = append(b, `,"tool_calls":`...)
+	return appendArray(b, calls, func(b []byte, c *llm.ToolCall) []byte {
 		b = append(b, `{"id":`...)
 		b = appendString(b, c.ID)
 		b = append(b, `,"type":`...)
@@ -144,9 +131,8 @@ func appendToolCalls(b []byte, calls []llm.ToolCall) []byte {
 		b = appendString(b, c.Function.Name)
 		b = append(b, `,"arguments":`...)
 		b = appendString(b, c.Function.Arguments)
-		b = append(b, "}}"...)
-	}
-	return append(b, ']')
+		return append(b, "}}"...)
+	})
 }
 
 func appendLLMResult(b []byte, r *LLMResult) ([]byte, error) {
@@ -195,11 +181,10 @@ func appendLLMResult(b []byte, r *LLMResult) ([]byte, error) {
 }
 
 // The decoders below are the interceptor's side: they read what the
-// encoders above write, in the parser's single pass (object.go), into
-// exactly what encoding/json decodes from it. Each type's members are a
-// table from member name to decoder; other members are skipped. Unlike
-// encoding/json, a member given twice is decoded afresh rather than merged
-// into the first.
+// encoders above write, in the parser's single pass, into exactly what
+// encoding/json decodes from it, with a table of [members] per type
+// (object.go). Unlike encoding/json, a member given twice is decoded
+// afresh rather than merged into the first.
 
 func (in *BeforeLLMCallInput) decode(p *parser) error { return beforeMembers.decode(p, in) }
 
@@ -268,91 +253,13 @@ var (
 		"cached_tokens":      integer(func(d *llm.PromptTokensDetails) *int { return &d.CachedTokens }),
 		"cache_write_tokens": integer(func(d *llm.PromptTokensDetails) *int { return &d.CacheWriteTokens }),
 	}
+	contentParts = list(func(c *llm.Content) *[]llm.Part { return &c.Parts }, partMembers.decode)
 	errorMembers = members[ErrorBody]{
 		"kind":    text(func(e *ErrorBody) *bub.Kind { return &e.Kind }),
 		"message": text(func(e *ErrorBody) *string { return &e.Message }),
-		"details": func(p *parser, e *ErrorBody) (err error) { e.Details, err = p.objectOrNull(); return err },
+		"details": anyObject(func(e *ErrorBody) *map[string]any { return &e.Details }),
 	}
 )
-
-// members decodes an object into a T: each member with the decoder of its
-// name, others skipped; null leaves the T as it is.
-type members[T any] map[string]func(p *parser, v *T) error
-
-func (m members[T]) decode(p *parser, v *T) error {
-	return p.members(func(p *parser, key []byte) error {
-		if f, ok := m[string(key)]; ok {
-			return f(p, v)
-		}
-		return p.skip(0)
-	})
-}
-
-// text decodes a string member (null is "").
-func text[T any, S ~string](field func(*T) *S) func(*parser, *T) error {
-	return func(p *parser, v *T) error {
-		s, err := p.stringOrNull()
-		*field(v) = S(s)
-		return err
-	}
-}
-
-func decodeString(p *parser, s *string) (err error) {
-	*s, err = p.stringOrNull()
-	return err
-}
-
-// integer decodes an integer member (null is 0).
-func integer[T any, N int | int64](field func(*T) *N) func(*parser, *T) error {
-	return func(p *parser, v *T) error {
-		n, err := p.integer()
-		*field(v) = N(n)
-		return err
-	}
-}
-
-// object decodes an object member into the struct field points to.
-func object[T, F any](field func(*T) *F, m members[F]) func(*parser, *T) error {
-	return func(p *parser, v *T) error { return m.decode(p, field(v)) }
-}
-
-// nullable decodes an object member into a new F (null is nil).
-func nullable[T, F any](field func(*T) **F, m members[F]) func(*parser, *T) error {
-	return func(p *parser, v *T) error {
-		dst := field(v)
-		if p.literal("null") {
-			*dst = nil
-			return nil
-		}
-		*dst = new(F)
-		return m.decode(p, *dst)
-	}
-}
-
-// list decodes an array member of E (null is nil, [] an empty list), each
-// element with each.
-func list[T, E any](field func(*T) *[]E, each func(p *parser, e *E) error) func(*parser, *T) error {
-	return func(p *parser, v *T) error {
-		dst := field(v)
-		if p.literal("null") {
-			*dst = nil
-			return nil
-		}
-		if p.i >= len(p.data) || p.data[p.i] != '[' {
-			return errSyntax
-		}
-		out := []E{}
-		err := p.elements(']', func([]byte) error {
-			p.space()
-			var e E
-			err := each(p, &e)
-			out = append(out, e)
-			return err
-		})
-		*dst = out
-		return err
-	}
-}
 
 // decodeContent reads what llm.Content.UnmarshalJSON accepts: a string,
 // a part list or null.
@@ -360,7 +267,7 @@ func decodeContent(p *parser, c *llm.Content) error {
 	*c = llm.Content{}
 	switch {
 	case p.i < len(p.data) && p.data[p.i] == '[':
-		return list(func(c *llm.Content) *[]llm.Part { return &c.Parts }, partMembers.decode)(p, c)
+		return contentParts(p, c)
 	case p.i < len(p.data) && p.data[p.i] == '"':
 		var err error
 		c.Text, err = p.string()

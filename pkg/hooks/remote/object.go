@@ -52,9 +52,9 @@ func (o *Object) UnmarshalJSON(data []byte) error {
 
 // UnmarshalJSON decodes a request: the envelope and the state in one pass,
 // and the input too when it is before_tool_call's, before_llm_call's or
-// after_llm_call's (the hot paths); other inputs go through encoding/json. Member names match exactly
-// (encoding/json would also accept other letter cases); unknown members
-// are skipped. Call it directly rather than through json.Unmarshal, which
+// after_llm_call's (the hot paths); other inputs go through encoding/json.
+// Member names match exactly (encoding/json would also accept other letter
+// cases); unknown members are skipped. Call it directly rather than through json.Unmarshal, which
 // would first scan the whole request once more.
 func (r *Request[In]) UnmarshalJSON(data []byte) error {
 	*r = Request[In]{}
@@ -101,32 +101,106 @@ type decoder interface {
 	decode(p *parser) error
 }
 
-func (in *BeforeToolCallInput) decode(p *parser) error {
+func (in *BeforeToolCallInput) decode(p *parser) error { return toolCallInputMembers.decode(p, in) }
+
+var (
+	toolCallInputMembers = members[BeforeToolCallInput]{
+		"call": object(func(in *BeforeToolCallInput) *tools.Call { return &in.Call }, callMembers),
+	}
+	callMembers = members[tools.Call]{
+		"run_id":    text(func(c *tools.Call) *string { return &c.RunID }),
+		"tool":      text(func(c *tools.Call) *string { return &c.Tool }),
+		"call_id":   text(func(c *tools.Call) *string { return &c.CallID }),
+		"arguments": anyObject(func(c *tools.Call) *map[string]any { return &c.Arguments }),
+	}
+)
+
+// members decodes an object into a T: each member with the decoder of its
+// name, others skipped; null leaves the T as it is.
+type members[T any] map[string]func(p *parser, v *T) error
+
+func (m members[T]) decode(p *parser, v *T) error {
 	return p.members(func(p *parser, key []byte) error {
-		if string(key) != "call" {
-			return p.skip(0)
+		if f, ok := m[string(key)]; ok {
+			return f(p, v)
 		}
-		return decodeCall(p, &in.Call)
+		return p.skip(0)
 	})
 }
 
-// decodeCall decodes a tools.Call (null leaves c unchanged).
-func decodeCall(p *parser, c *tools.Call) error {
-	return p.members(func(p *parser, key []byte) (err error) {
-		switch string(key) {
-		case "run_id":
-			c.RunID, err = p.stringOrNull()
-		case "tool":
-			c.Tool, err = p.stringOrNull()
-		case "call_id":
-			c.CallID, err = p.stringOrNull()
-		case "arguments":
-			c.Arguments, err = p.objectOrNull()
-		default:
-			err = p.skip(0)
-		}
+// text decodes a string member (null is "").
+func text[T any, S ~string](field func(*T) *S) func(*parser, *T) error {
+	return func(p *parser, v *T) error {
+		s, err := p.stringOrNull()
+		*field(v) = S(s)
 		return err
-	})
+	}
+}
+
+// decodeString decodes a string element (null is "").
+func decodeString(p *parser, s *string) (err error) {
+	*s, err = p.stringOrNull()
+	return err
+}
+
+// anyObject decodes a member that is any JSON object (null is nil).
+func anyObject[T any](field func(*T) *map[string]any) func(*parser, *T) error {
+	return func(p *parser, v *T) (err error) {
+		*field(v), err = p.objectOrNull()
+		return err
+	}
+}
+
+// integer decodes an integer member (null is 0).
+func integer[T any, N int | int64](field func(*T) *N) func(*parser, *T) error {
+	return func(p *parser, v *T) error {
+		n, err := p.integer()
+		*field(v) = N(n)
+		return err
+	}
+}
+
+// object decodes an object member into the struct field points to.
+func object[T, F any](field func(*T) *F, m members[F]) func(*parser, *T) error {
+	return func(p *parser, v *T) error { return m.decode(p, field(v)) }
+}
+
+// nullable decodes an object member into a new F (null is nil).
+func nullable[T, F any](field func(*T) **F, m members[F]) func(*parser, *T) error {
+	return func(p *parser, v *T) error {
+		dst := field(v)
+		if p.literal("null") {
+			*dst = nil
+			return nil
+		}
+		*dst = new(F)
+		return m.decode(p, *dst)
+	}
+}
+
+// list decodes an array member of E (null is nil, [] an empty list), each
+// element with each.
+func list[T, E any](field func(*T) *[]E, each func(p *parser, e *E) error) func(*parser, *T) error {
+	return func(p *parser, v *T) error {
+		dst := field(v)
+		if p.literal("null") {
+			*dst = nil
+			return nil
+		}
+		if p.i >= len(p.data) || p.data[p.i] != '[' {
+			return errSyntax
+		}
+		out := []E{}
+		err := p.elements(']', func([]byte) error {
+			p.space()
+			var e E
+			err := each(p, &e)
+			out = append(out, e)
+			return err
+		})
+		*dst = out
+		return err
+	}
 }
 
 // members decodes the object (or null) at i, calling member with each
@@ -379,12 +453,6 @@ func (p *parser) integer() (int64, error) {
 		return 0, fmt.Errorf("remote: number %s is not an integer", p.data[start:p.i])
 	}
 	return n, nil
-}
-
-// int is integer for an int.
-func (p *parser) int() (int, error) {
-	n, err := p.integer()
-	return int(n), err
 }
 
 // skipNumber moves past the number at i, checking JSON's grammar.
