@@ -7,11 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/bubbus/bub/internal/fakellm"
 	"github.com/bubbus/bub/internal/natstest"
 	"github.com/bubbus/bub/pkg/events"
 	"github.com/bubbus/bub/pkg/llm"
 	"github.com/bubbus/bub/pkg/subjects"
+	"github.com/bubbus/bub/pkg/tape"
 )
 
 // TestReadYourWritesAcrossWorkers sends two consecutive messages of one
@@ -41,17 +44,7 @@ func TestReadYourWritesAcrossWorkers(t *testing.T) {
 		done <- r
 	}()
 	_, js := srv.JetStream(t)
-	cons, err := js.Consumer(context.Background(), subjects.Default().InboundStream(), subjects.Default().WorkerConsumer())
-	if err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 30*time.Second, func() (bool, string) {
-		info, err := cons.Info(context.Background())
-		if err != nil {
-			return false, err.Error()
-		}
-		return info.NumAckPending == 1, fmt.Sprintf("worker B holds %d messages", info.NumAckPending)
-	})
+	waitHeld(t, js, 1)
 	if n := len(fake.Requests()); n != 1 {
 		t.Fatalf("the second turn called the model (%d requests) before the recorder committed the first", n)
 	}
@@ -69,6 +62,110 @@ func TestReadYourWritesAcrossWorkers(t *testing.T) {
 		t.Fatalf("second request lacks the first turn:\n%+v", reqs[1].Messages)
 	}
 	in.stop(t, 30*time.Second)
+}
+
+// TestReadYourWritesAcrossOverlappingTurns: turns a and b of one session
+// run at once (admission "process"). b, sent second, finishes first and is
+// committed; then the recorder stops and a finishes. The session's next
+// turn c must wait for a's commit (the recorder starts again only once c
+// is waiting), and its model request holds a's messages. With the inbound
+// sequence of the newest finished turn as the watermark, as before, c
+// read the tape at once: b's commit had moved it past a's.
+func TestReadYourWritesAcrossOverlappingTurns(t *testing.T) {
+	srv := natstest.Start(t)
+	fake, base := fakellm.Start(t, fakellm.Script{Steps: []fakellm.Step{{Match: "slow", Echo: true, Delay: fakellm.Duration(3 * time.Second)}}})
+	env := []string{"BUB_NATS_URL=" + srv.URL, "BUB_MODEL=openai:fake", "BUB_API_BASE=" + base, "BUB_API_KEY=x"}
+	httpAddr := freeAddr(t)
+	in := start(t, "ingress", env, "--http", httpAddr)
+	web := "http://" + httpAddr
+	waitHTTP(t, web+"/readyz", 30*time.Second)
+	start(t, "worker", env, "--workspace", t.TempDir())
+	rec := start(t, "recorder", env)
+	_, js := srv.JetStream(t)
+	names := subjects.Default()
+	store, err := tape.NewJetStreamStore(t.Context(), js, names, tape.WithoutProvisioning())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const session = "ryw:overlap"
+	postAsync := func(content string) <-chan reply {
+		done := make(chan reply, 1)
+		go func() {
+			_, r := post(t, web, map[string]any{"content": content, "session_id": session}, "60s")
+			done <- r
+		}()
+		return done
+	}
+
+	// A first turn bootstraps the tape (its session/start anchor); two
+	// overlapping first turns would each anchor it, and the later commit's
+	// anchor would hide the other turn from the context.
+	if status, r := post(t, web, map[string]any{"content": "hello", "session_id": session}, "30s"); status != 200 || len(r.Outbounds) != 1 {
+		t.Fatalf("first turn: %d %+v", status, r)
+	}
+	a := postAsync("slow: remember the word kumquat")
+	eventually(t, 30*time.Second, func() (bool, string) {
+		return len(fake.Requests()) == 2, "a has not reached the model"
+	})
+	if status, r := post(t, web, map[string]any{"content": "quick: what is 2+2?", "session_id": session}, "30s"); status != 200 || len(r.Outbounds) != 1 {
+		t.Fatalf("b: %d %+v", status, r)
+	}
+	eventually(t, 30*time.Second, func() (bool, string) {
+		entries, err := store.Fetch(t.Context(), session, tape.All())
+		return err == nil && hasUserText(entries, "what is 2+2?"), fmt.Sprintf("b not committed: %d entries, %v", len(entries), err)
+	})
+	rec.stop(t, 30*time.Second)
+	if r := <-a; len(r.Outbounds) != 1 {
+		t.Fatalf("a: %+v", r)
+	}
+
+	c := postAsync("which word?")
+	waitHeld(t, js, 1)
+	time.Sleep(time.Second) // c would have asked the model by now
+	if n := len(fake.Requests()); n != 3 {
+		t.Fatalf("c called the model (%d requests) before the recorder committed a", n)
+	}
+	start(t, "recorder", env)
+	if r := <-c; len(r.Outbounds) != 1 {
+		t.Fatalf("c: %+v", r)
+	}
+	reqs := fake.Requests()
+	if len(reqs) != 4 {
+		t.Fatalf("model saw %d requests, want 4", len(reqs))
+	}
+	for _, text := range []string{"remember the word kumquat", "what is 2+2?"} {
+		if !contains(reqs[3].Messages, text) {
+			t.Errorf("c's request lacks %q:\n%+v", text, reqs[3].Messages)
+		}
+	}
+	in.stop(t, 30*time.Second)
+}
+
+// waitHeld waits until the workers hold n inbound messages (turns taken,
+// not yet acknowledged).
+func waitHeld(t *testing.T, js jetstream.JetStream, n int) {
+	t.Helper()
+	cons, err := js.Consumer(t.Context(), subjects.Default().InboundStream(), subjects.Default().WorkerConsumer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, func() (bool, string) {
+		info, err := cons.Info(t.Context())
+		if err != nil {
+			return false, err.Error()
+		}
+		return info.NumAckPending == n, fmt.Sprintf("the workers hold %d messages", info.NumAckPending)
+	})
+}
+
+// hasUserText reports whether a user message entry contains text.
+func hasUserText(entries []tape.Entry, text string) bool {
+	for _, e := range entries {
+		if e.Kind == tape.KindMessage && e.Payload["role"] == "user" && strings.Contains(fmt.Sprint(e.Payload["content"]), text) {
+			return true
+		}
+	}
+	return false
 }
 
 func contains(msgs []llm.Message, text string) bool {

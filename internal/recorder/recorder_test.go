@@ -172,9 +172,35 @@ func TestCommitsARunAtomicallyInSeqOrder(t *testing.T) {
 			t.Fatalf("entry %d: id %d meta %v", i, e.ID, e.Meta)
 		}
 	}
-	ix, _ := f.store.Index(context.Background(), "s1")
-	if ix.Watermark(taperec.WatermarkInbound) != 7 {
-		t.Fatalf("inbound watermark %d, want 7", ix.Watermark(taperec.WatermarkInbound))
+}
+
+// TestWatermarkStopsBeforeAnUncommittedFinishedRun: run x of a session
+// finished (stream sequence 4) but one of its events is still to come; run
+// y, which finished after it, is committed first. The events watermark
+// must stay below x's end until x is committed too: a turn that waits for
+// it to pass the session's newest run end (y's) must find x on the tape.
+func TestWatermarkStopsBeforeAnUncommittedFinishedRun(t *testing.T) {
+	f := setup(t)
+	f.startRecorder(t, recorder.Config{})
+	x, y := newRun("s9", "env-x", 1, "first", "one"), newRun("s9", "env-y", 2, "second", "two")
+	xids := map[int]string{}
+	f.publish(t, x, []int{0, 1, 3, 4}, xids, false) // stream 1–4; seq 3 missing
+	f.publish(t, y, []int{0, 1, 2, 3, 4}, map[int]string{}, false)
+	natstest.Eventually(t, 15*time.Second, func() (bool, string) {
+		entries, err := f.store.Fetch(context.Background(), "s9", tape.All())
+		return err == nil && len(entries) > 0, fmt.Sprintf("y not committed: %d entries, %v", len(entries), err)
+	})
+	ix, err := f.store.Index(context.Background(), "s9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := ix.Watermark(taperec.WatermarkEvents); w != 3 {
+		t.Fatalf("events watermark %d after y's commit, want 3 (just before x's run.finished at 4)", w)
+	}
+	f.publish(t, x, []int{2}, xids, false) // stream 10: x is complete
+	entries := f.settled(t, "s9")
+	if got, want := kinds(entries), oneRun+" "+oneRun; got != want {
+		t.Fatalf("tape = %s\nwant  %s", got, want)
 	}
 }
 
@@ -278,11 +304,11 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// TestCommandRunMovesTheInboundWatermark records a comma command's run
+// TestCommandRunMovesTheEventsWatermark records a comma command's run
 // (tool events and CommandFinished, no RunStarted): its commit moves the
-// inbound watermark to the command's envelope, which the session's next
-// turn waits for (read-your-writes).
-func TestCommandRunMovesTheInboundWatermark(t *testing.T) {
+// events watermark to its CommandFinished, which the session's next turn
+// waits for (read-your-writes).
+func TestCommandRunMovesTheEventsWatermark(t *testing.T) {
 	f := setup(t)
 	f.startRecorder(t, recorder.Config{})
 	r := &runEvents{id: events.NewID(), session: "cmd", env: "env-c", inbound: 9}
@@ -297,8 +323,8 @@ func TestCommandRunMovesTheInboundWatermark(t *testing.T) {
 		t.Fatalf("tape = %s, want the command entry", got)
 	}
 	ix, _ := f.store.Index(context.Background(), "cmd")
-	if got := ix.Watermark(taperec.WatermarkInbound); got != 9 {
-		t.Fatalf("inbound watermark %d after the command's run, want 9", got)
+	if got := ix.Watermark(taperec.WatermarkEvents); got != 1 {
+		t.Fatalf("events watermark %d after the command's run, want 1 (its command.finished)", got)
 	}
 }
 

@@ -64,11 +64,13 @@ type run struct {
 	id       string
 	session  string
 	envelope string // inbound envelope id, from run.started
-	inbound  uint64 // inbound stream sequence, from run.started
 	items    []item
 	seen     map[string]bool // event ids
 	last     time.Time
 	finished int64 // seq of RunFinished, 0 until it arrived
+	// end is the events-stream sequence of RunFinished (0 until it
+	// arrived): see [lane.watermark].
+	end uint64
 	// interrupted is set when only the run's interruption is recorded.
 	interrupted bool
 	// delivery is the inbound delivery the run answered (from run.started).
@@ -172,15 +174,14 @@ func (l *lane) handle(ctx context.Context, msg jetstream.Msg) {
 	case *events.RunFinishedData, *events.CommandFinishedData:
 		// A comma command is a run of its own that ends with
 		// CommandFinished (it has no RunStarted/RunFinished).
-		rn.finished = events.Seq(ev)
+		rn.finished, rn.end = events.Seq(ev), md.Sequence.Stream
 		switch p := p.(type) {
 		case *events.RunFinishedData:
 			rn.answers = p.Status == events.RunOK
 		case *events.CommandFinishedData:
 			rn.answers = p.Status != events.RunCancelled
-			// The command's inbound envelope: without it the inbound
-			// watermark would not move and the session's next turn would
-			// wait out its read-your-writes bound.
+			// The command's inbound envelope (a redelivered command
+			// is recognised by it).
 			if p.Metadata != nil {
 				rn.answering(*p.Metadata)
 			}
@@ -195,18 +196,38 @@ func (l *lane) handle(ctx context.Context, msg jetstream.Msg) {
 // answering records the inbound envelope the run answers, from the
 // metadata of its RunStarted (or of its CommandFinished, for a command).
 func (rn *run) answering(a events.Answers) {
-	rn.envelope, rn.inbound, rn.delivery = a.EnvelopeID, a.InboundSeq, a.Delivery
+	rn.envelope, rn.delivery = a.EnvelopeID, a.Delivery
 }
 
 // duplicate acknowledges a late copy of an event of a committed run and
 // moves the events watermark past it.
 func (l *lane) duplicate(ctx context.Context, session string, stream uint64, msg jetstream.Msg) {
-	if _, err := l.r.store.Append(ctx, session, nil, tape.WithWatermark(taperec.WatermarkEvents, stream)); err != nil {
+	if _, err := l.r.store.Append(ctx, session, nil, l.watermark(session, stream, nil)); err != nil {
 		l.r.log.Warn("recorder.watermark_failed", "session", session, "err", err)
 		_ = msg.NakWithDelay(time.Second)
 		return
 	}
 	_ = msg.Ack()
+}
+
+// watermark moves session's events watermark to stream sequence at, the
+// newest event of a commit (rn's, nil for none), unless a run of the
+// session that finished at or before at is still held: an event of it is
+// still to be (re)delivered. Then it stops just before that run's end.
+//
+// So the watermark passes the end of a finished run only once the run is
+// committed, whatever ran beside it: a turn waits for it to pass the end
+// of its session's newest finished run, and so finds every finished run
+// on the tape (read-your-writes, internal/worker). The lane sees a
+// session's events in stream order, so every run that finished before at
+// is committed or held here.
+func (l *lane) watermark(session string, at uint64, rn *run) tape.AppendOption {
+	for _, other := range l.runs {
+		if other != rn && other.session == session && other.end != 0 && other.end <= at {
+			at = other.end - 1
+		}
+	}
+	return tape.WithWatermark(taperec.WatermarkEvents, at)
 }
 
 // complete reports whether the run finished and every event up to its
@@ -445,12 +466,9 @@ func (l *lane) commitWith(ctx context.Context, rn *run, msgs []jetstream.Msg) {
 		l.skipRerun(ctx, rn, other, stream, msgs)
 		return
 	}
-	opts := []tape.AppendOption{tape.WithCommitID(rn.commitID()), tape.WithWatermark(taperec.WatermarkEvents, stream)}
+	opts := []tape.AppendOption{tape.WithCommitID(rn.commitID()), l.watermark(rn.session, stream, rn)}
 	if ix != nil && !archive {
 		opts = append(opts, tape.WithIndex(*ix)) // archiving changes the tape first
-	}
-	if rn.inbound > 0 {
-		opts = append(opts, tape.WithWatermark(taperec.WatermarkInbound, rn.inbound))
 	}
 	if archive && l.committed(ctx, rn) {
 		archive = false // a redelivered commit: the tape was archived and reset already
@@ -605,11 +623,7 @@ func (l *lane) envelopeCommitted(ctx context.Context, rn *run) (string, *tape.In
 // envelope without recording it again (a redelivered envelope never
 // yields a duplicate turn on the tape); the watermarks still move.
 func (l *lane) skipRerun(ctx context.Context, rn *run, first string, stream uint64, msgs []jetstream.Msg) {
-	opts := []tape.AppendOption{tape.WithWatermark(taperec.WatermarkEvents, stream)}
-	if rn.inbound > 0 {
-		opts = append(opts, tape.WithWatermark(taperec.WatermarkInbound, rn.inbound))
-	}
-	if _, err := l.r.store.Append(ctx, rn.session, nil, opts...); err != nil {
+	if _, err := l.r.store.Append(ctx, rn.session, nil, l.watermark(rn.session, stream, rn)); err != nil {
 		l.r.log.Error("recorder.commit_failed", "run", rn.id, "session", rn.session, "err", err)
 		for _, m := range msgs {
 			_ = m.NakWithDelay(time.Second)

@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
+	"slices"
 	"sync"
 	"time"
 
@@ -57,9 +57,6 @@ func (rt *Runtime) RunAgent(ctx context.Context, in hooks.RunModelInput) (hooks.
 		_, err := rt.agent.Run(ctx, run)
 		endSpan(err)
 		rt.flushDeltas(t)
-		if err == nil && answers.InboundSeq > 0 && rt.o.State != nil {
-			rt.saveLastTurn(t, in.SessionID, answers.InboundSeq)
-		}
 		return err
 	}), nil
 }
@@ -246,104 +243,70 @@ func (rt *Runtime) flushDeltas(t *turn) {
 	})
 }
 
-// lastTurnWait bounds the wait for the last-turn watermark's first write.
-const lastTurnWait = 10 * time.Second
-
-// saveLastTurn records the turn's inbound sequence as the session's newest
-// finished turn (read-your-writes). The write is asynchronous: the turn's
-// flush, which comes before its reply, waits for it (see [lastTurnPut]). A
-// write that still fails is logged, not fatal: the next turn then does not
-// wait for this one.
-func (rt *Runtime) saveLastTurn(t *turn, session string, inboundSeq uint64) {
-	p := lastTurnPut{
-		js:      rt.o.JS,
-		subject: rt.o.Names.KVPut(rt.o.JS.Options().Domain, rt.o.State.Bucket(), rt.o.Names.LastTurnKey(session)),
-		value:   []byte(strconv.FormatUint(inboundSeq, 10)),
-		id:      rt.o.Names.LastTurnKey(session) + ":" + strconv.FormatUint(inboundSeq, 10), // header-safe
-	}
-	f, err := p.start()
-	// A turn flushes more than once (before its reply and at its end):
-	// the write is awaited once.
-	var once sync.Once
-	t.addFlush(func(ctx context.Context) error {
-		var werr error
-		once.Do(func() { werr = p.await(ctx, f, err, lastTurnWait) })
-		if werr != nil && ctx.Err() == nil {
-			rt.log.Warn("worker.last_turn_not_saved", "session", session, "err", werr)
-			werr = nil
-		}
-		return werr
-	})
-}
-
-// lastTurnPut is the write of a turn's last-turn watermark. It is
-// published asynchronously and, when that publish fails or is not
-// confirmed in time (a stream without leader answers "no responders", a
-// lost server never answers), published again through [jsretry.Read],
-// with the same message id: a first write that was stored after all is
-// not stored twice, so a late copy never overwrites a later turn's
-// watermark.
-type lastTurnPut struct {
-	js          jetstream.JetStream
-	subject, id string
-	value       []byte
-}
-
-func (p lastTurnPut) start() (jetstream.PubAckFuture, error) {
-	return p.js.PublishAsync(p.subject, p.value, jetstream.WithMsgID(p.id))
-}
-
-// await waits for f (started with error err) at most wait, then publishes
-// again until the write is confirmed.
-func (p lastTurnPut) await(ctx context.Context, f jetstream.PubAckFuture, err error, wait time.Duration) error {
-	if err == nil {
-		timer := time.NewTimer(wait)
-		defer timer.Stop()
-		select {
-		case <-f.Ok():
-			return nil
-		case <-f.Err():
-		case <-timer.C:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return jsretry.Read(ctx, func(ctx context.Context) error {
-		_, err := p.js.Publish(ctx, p.subject, p.value, jetstream.WithMsgID(p.id))
-		return err
-	})
-}
-
-// awaitEarlierTurns waits until the recorder committed the session's
-// newest finished turn (read-your-writes), at most ReadYourWrites; when the
+// awaitEarlierTurns waits until the recorder committed every finished run
+// of the session (read-your-writes), at most ReadYourWrites; when the
 // wait times out the turn proceeds and says so with a tape.stale event (of
-// no run: the turn waits before its first stage). inboundSeq is the
-// inbound stream sequence of the waiting turn, which waits for no turn
-// when it is the newest finished one itself (it ran before, redelivered).
-func (rt *Runtime) awaitEarlierTurns(ctx context.Context, session string, inboundSeq uint64) {
-	if rt.o.State == nil {
-		return
-	}
-	e, err := rt.o.State.Get(ctx, rt.o.Names.LastTurnKey(session))
-	if err != nil {
-		return
-	}
-	want, err := strconv.ParseUint(string(e.Value()), 10, 64)
-	if err != nil || want == 0 || want == inboundSeq {
-		return
-	}
+// no run: the turn waits before its first stage), as it does when it
+// cannot find what to wait for.
+//
+// A run ends with its run.finished (a command's with command.finished),
+// stored before the turn replies. So the newest of the two on the
+// session's subjects, read from the events stream's leader, is the end
+// of the newest finished run, and of every earlier one; the recorder
+// moves the tape's events watermark to an event only when every run of
+// the session that finished by then is committed (see
+// internal/recorder), however the runs overlapped.
+func (rt *Runtime) awaitEarlierTurns(ctx context.Context, session string) {
 	start := time.Now()
 	wctx, cancel := context.WithTimeout(ctx, rt.o.ReadYourWrites)
 	defer cancel()
-	ix, err := rt.tapes.WaitWatermark(wctx, session, taperec.WatermarkInbound, want)
+	want, err := rt.lastRunEnd(wctx, session)
+	var ix tape.Index
 	if err == nil {
-		return
+		if want == 0 {
+			return
+		}
+		if ix, err = rt.tapes.WaitWatermark(wctx, session, taperec.WatermarkEvents, want); err == nil {
+			return
+		}
 	}
-	rt.log.Warn("worker.tape_stale", "session", session, "want", want, "have", ix.Watermark(taperec.WatermarkInbound), "err", err)
-	data := events.TapeStaleData{Tape: session, Watermark: want, Committed: ix.Watermark(taperec.WatermarkInbound), WaitedMS: time.Since(start).Milliseconds()}
+	have := ix.Watermark(taperec.WatermarkEvents)
+	rt.log.Warn("worker.tape_stale", "session", session, "want", want, "have", have, "err", err)
+	data := events.TapeStaleData{Tape: session, Watermark: want, Committed: have, WaitedMS: time.Since(start).Milliseconds()}
 	if err := rt.publish(ctx, events.TypeTapeStale, session, data); err != nil {
 		rt.log.Warn("worker.tape_stale_event_failed", "err", err)
 	}
+}
+
+// runEnds are the event types that end a recorded run.
+var runEnds = [...]string{events.TypeRunFinished, events.TypeCommandFinished}
+
+// lastRunEnd returns the events-stream sequence of the session's newest
+// run.finished or command.finished, 0 when there is none. The two reads
+// run at once, each riding out a leader election ([jsretry.Read]).
+func (rt *Runtime) lastRunEnd(ctx context.Context, session string) (uint64, error) {
+	var (
+		seqs [len(runEnds)]uint64
+		errs [len(runEnds)]error
+		wg   sync.WaitGroup
+	)
+	for i, typ := range runEnds {
+		subject := rt.o.Names.Event(session, events.SubjectName(typ))
+		wg.Go(func() {
+			errs[i] = jsretry.Read(ctx, func(ctx context.Context) error {
+				m, err := rt.events.GetLastMsgForSubject(ctx, subject)
+				if errors.Is(err, jetstream.ErrMsgNotFound) {
+					return nil
+				}
+				if err == nil {
+					seqs[i] = m.Sequence
+				}
+				return err
+			})
+		})
+	}
+	wg.Wait()
+	return slices.Max(seqs[:]), errors.Join(errs[:]...)
 }
 
 // runTape is the agent's view of its session tape during a run: committed

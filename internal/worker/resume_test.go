@@ -91,6 +91,9 @@ func (r *resumeRig) runtime(t *testing.T, plugin hooks.Plugin) (*Runtime, *nats.
 		Models:    llm.Config{Model: "openai:fake", APIBase: r.base, APIKey: "x"},
 		Workspace: r.workspace,
 		Plugins:   []hooks.Plugin{plugin},
+		// No recorder runs here: a redelivered turn whose first run
+		// finished would wait the whole bound for its commit.
+		ReadYourWrites: time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)

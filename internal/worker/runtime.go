@@ -60,7 +60,7 @@ type RuntimeOptions struct {
 	// Channels returns the builtin channels (the builtin's
 	// provide_channels); the runtime asks them for admission only.
 	Channels hooks.ChannelsFunc
-	// State is the per-session state bucket (switches, turn watermarks).
+	// State is the per-session state bucket (switches, shell owners).
 	State jetstream.KeyValue
 	// Approvals parks the tool calls a before_tool_call hook asks a person
 	// about (internal/approvals); nil denies them.
@@ -112,6 +112,9 @@ type Runtime struct {
 	// resolved for it, read by every turn.
 	scope *hooks.Scope[tape.Store]
 	tapes tape.Store
+	// events is the events stream, where a turn finds the end of its
+	// session's newest finished run (read-your-writes).
+	events jetstream.Stream
 	// tapeContext is what build_tape_context answered at startup.
 	tapeContext tape.Context
 	// quitter stops a session's other turns for the quit tool (set by
@@ -170,6 +173,12 @@ func NewRuntime(ctx context.Context, o RuntimeOptions) (_ *Runtime, err error) {
 	rt.agent = agent.New(router, reg, o.Agent, rt.systemPrompt, o.Log)
 	if rt.bridge, err = events.NewBridge(o.JS, o.Names, o.Source, events.WithTraceContext(telemetry.TraceContext)); err != nil {
 		return nil, err
+	}
+	if err := jsretry.Read(ctx, func(ctx context.Context) (err error) {
+		rt.events, err = o.JS.Stream(ctx, o.Names.EventsStream())
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("worker: events stream: %w", err)
 	}
 	var bp *builtin.Plugin
 	rt.reg, bp, err = builtin.NewRegistry(builtin.Options{Runner: rt, Outbox: rt, Switches: rt, Tools: reg, Startup: builtin.Startup{
@@ -283,7 +292,7 @@ func (rt *Runtime) Process(ctx context.Context, in Inbound) (err error) {
 	conn := watchConn(rt.o.NC)
 	session := rt.session(ctx, in)
 	if session != "" {
-		rt.awaitEarlierTurns(ctx, session, in.StreamSeq)
+		rt.awaitEarlierTurns(ctx, session)
 	}
 	_, err = rt.fw.ProcessInbound(ctx, pipeline.Turn{
 		Inbound:   hooks.Inbound{Message: in.Envelope, StreamSeq: in.StreamSeq, Delivery: in.Delivery, Steering: in.Steering},

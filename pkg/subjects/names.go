@@ -211,7 +211,7 @@ func (n Names) GatewayConsumer(channel string) string { return "gateway-" + Toke
 
 // KV bucket names.
 
-// StateBucket holds per-session state (last finished run watermark).
+// StateBucket holds per-session state (model switches) and background shell owners.
 func (n Names) StateBucket() string { return n.under + "_state" }
 
 // TurnsBucket is the cluster-wide turn registry.
@@ -255,10 +255,6 @@ const (
 // SwitchesKey is the state-bucket key of a session's latest model and
 // reasoning-effort switches (maintained by the recorder).
 func (n Names) SwitchesKey(session string) string { return Token(session) + ".switches" }
-
-// LastTurnKey is the state-bucket key holding the inbound sequence of the
-// newest finished turn of a session (written by workers; read-your-writes).
-func (n Names) LastTurnKey(session string) string { return Token(session) + ".last_turn" }
 
 // ShellOwnerKey is the state-bucket key naming the worker instance that
 // owns a background shell (written by that worker while the shell exists).

@@ -25,12 +25,11 @@ const (
 
 // Watermark keys the recorder maintains in every tape's index.
 const (
-	// WatermarkEvents is the events-stream sequence of the newest event
-	// committed to the tape.
+	// WatermarkEvents is an events-stream sequence up to which the tape
+	// holds the session's runs: every run of the session that finished
+	// (run.finished or command.finished) at or before it is committed.
+	// Workers wait for it before a turn (read-your-writes).
 	WatermarkEvents = "events"
-	// WatermarkInbound is the inbound-stream sequence of the newest
-	// envelope whose run was committed (read-your-writes for workers).
-	WatermarkInbound = "inbound"
 )
 
 // Batch is what one event contributes to its run's tape entries.
