@@ -20,6 +20,7 @@ import (
 
 	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/events"
+	"github.com/bubbus/bub/pkg/jsretry"
 	"github.com/bubbus/bub/pkg/subjects"
 	"github.com/bubbus/bub/pkg/tape"
 )
@@ -162,13 +163,23 @@ func (r Result) Clean() bool {
 // inbound ids had an error reply.
 func (g Target) replies(ctx context.Context) (per map[string]int, errored map[string]bool, err error) {
 	names := subjects.Default()
-	st, err := g.JS.Stream(ctx, names.OutboundStream())
-	if err != nil {
+	var st jetstream.Stream
+	if err := jsretry.Read(ctx, func(ctx context.Context) (err error) {
+		st, err = g.JS.Stream(ctx, names.OutboundStream())
+		return err
+	}); err != nil {
 		return nil, nil, err
 	}
 	per, errored = map[string]int{}, map[string]bool{}
 	for next := uint64(1); ; {
-		raw, err := st.GetMsg(ctx, next, jetstream.WithGetMsgSubject(names.OutboundAll()))
+		// Each read is retried in short attempts: a request the stream
+		// never answers (sent as its leader changed) would otherwise hold
+		// the poll for the whole of ctx and show as recovery time.
+		var raw *jetstream.RawStreamMsg
+		err := jsretry.Read(ctx, func(ctx context.Context) (err error) {
+			raw, err = st.GetMsg(ctx, next, jetstream.WithGetMsgSubject(names.OutboundAll()))
+			return err
+		})
 		if err != nil {
 			if errors.Is(err, jetstream.ErrMsgNotFound) {
 				return per, errored, nil
@@ -194,8 +205,11 @@ func (g Target) replies(ctx context.Context) (per map[string]int, errored map[st
 // tapes counts, per turn id, the user messages on the tapes that carry
 // the turn's content, and the interrupted runs.
 func (g Target) tapes(ctx context.Context, l Load) (per map[string]int, interrupted int, err error) {
-	store, err := tape.NewJetStreamStore(ctx, g.JS, subjects.Default(), tape.WithoutProvisioning())
-	if err != nil {
+	var store *tape.JetStreamStore
+	if err := jsretry.Read(ctx, func(ctx context.Context) (err error) {
+		store, err = tape.NewJetStreamStore(ctx, g.JS, subjects.Default(), tape.WithoutProvisioning())
+		return err
+	}); err != nil {
 		return nil, 0, err
 	}
 	per = map[string]int{}
@@ -225,12 +239,14 @@ func (g Target) tapes(ctx context.Context, l Load) (per map[string]int, interrup
 // taken yet and how many it holds unacknowledged (-1, -1 when unknown).
 func (g Target) recorderBacklog(ctx context.Context) (pending, held int) {
 	names := subjects.Default()
-	cons, err := g.JS.Consumer(ctx, names.EventsStream(), names.RecorderConsumer())
-	if err != nil {
-		return -1, -1
-	}
-	info, err := cons.Info(ctx)
-	if err != nil {
+	var info *jetstream.ConsumerInfo
+	if err := jsretry.Read(ctx, func(ctx context.Context) error {
+		cons, err := g.JS.Consumer(ctx, names.EventsStream(), names.RecorderConsumer())
+		if err == nil {
+			info, err = cons.Info(ctx)
+		}
+		return err
+	}); err != nil {
 		return -1, -1
 	}
 	return int(info.NumPending), info.NumAckPending
