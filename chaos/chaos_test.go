@@ -20,6 +20,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/bubbus/bub/internal/fakellm"
+	"github.com/bubbus/bub/internal/freeport"
 	"github.com/bubbus/bub/internal/natstest"
 	"github.com/bubbus/bub/internal/proctest"
 	"github.com/bubbus/bub/internal/turnload"
@@ -178,21 +179,21 @@ type natsServer struct {
 // planServers picks the ports of n cluster servers and returns their
 // client URLs, comma-separated.
 func (c *cluster) planServers(n int) string {
+	ports, err := freeport.Ports(2 * n) // distinct: client ports, then route ports
+	if err != nil {
+		c.t.Fatal(err)
+	}
 	var routes, urls []string
-	clusterAddrs := make([]string, n)
 	for i := range n {
-		clusterAddrs[i] = proctest.FreeAddr(c.t)
-		routes = append(routes, "nats-route://"+clusterAddrs[i])
+		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", ports[n+i]))
 	}
 	for i := range n {
-		host, port, _ := strings.Cut(proctest.FreeAddr(c.t), ":")
-		chost, cport, _ := strings.Cut(clusterAddrs[i], ":")
 		name := fmt.Sprintf("n%d", i+1)
 		c.servers = append(c.servers, &natsServer{name: name, args: []string{
-			"--server_name", name, "-js", "-sd", c.t.TempDir(), "-a", host, "-p", port,
-			"--cluster_name", "chaos", "--cluster", "nats://" + chost + ":" + cport, "--routes", strings.Join(routes, ","),
+			"--server_name", name, "-js", "-sd", c.t.TempDir(), "-a", "127.0.0.1", "-p", strconv.Itoa(ports[i]),
+			"--cluster_name", "chaos", "--cluster", fmt.Sprintf("nats://127.0.0.1:%d", ports[n+i]), "--routes", strings.Join(routes, ","),
 		}})
-		urls = append(urls, "nats://"+host+":"+port)
+		urls = append(urls, fmt.Sprintf("nats://127.0.0.1:%d", ports[i]))
 	}
 	return strings.Join(urls, ",")
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/bubbus/bub/internal/freeport"
 	"github.com/bubbus/bub/internal/natsx"
 	"github.com/bubbus/bub/pkg/jsretry"
 )
@@ -89,7 +89,7 @@ func (pl *pipeline) startNATS(ctx context.Context) (string, error) {
 		}
 		return m[1], nil
 	}
-	ports, err := freePorts(2 * clusterSize)
+	ports, err := freeport.Ports(2 * clusterSize)
 	if err != nil {
 		return "", err
 	}
@@ -138,25 +138,4 @@ func waitJetStream(ctx context.Context, url string) error {
 		return fmt.Errorf("the cluster at %s elected no JetStream meta leader within %s (%v)", url, startTimeout, err)
 	}
 	return nil
-}
-
-// freePorts returns n loopback ports nothing listens on (route ports must
-// be known before the servers start).
-func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			_ = l.Close()
-		}
-	}()
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }

@@ -2,7 +2,6 @@ package natstest
 
 import (
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +9,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/bubbus/bub/internal/freeport"
 )
 
 // Cluster is a JetStream cluster of in-process servers on loopback.
@@ -34,10 +35,7 @@ func StartCluster(t testing.TB, size int) *Cluster {
 // server name becomes n<i+1> and a missing cluster name "bub".
 func StartClusterWith(t testing.TB, size int, base func(i int) *server.Options) *Cluster {
 	t.Helper()
-	ports := make([]int, size)
-	for i := range ports {
-		ports[i] = freePort(t)
-	}
+	ports := freePorts(t, size)
 	var routes []string
 	for _, p := range ports {
 		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", p))
@@ -117,16 +115,16 @@ func (c *Cluster) ready() bool {
 	return leader
 }
 
-// freePort returns a loopback port nothing listens on (the route ports
-// must be known before the servers start).
-func freePort(t testing.TB) int {
+// freePorts returns n distinct loopback ports nothing listens on (the
+// route ports must be known before the servers start; see package
+// freeport).
+func freePorts(t testing.TB, n int) []int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := freeport.Ports(n)
 	if err != nil {
-		t.Fatalf("natstest: free port: %v", err)
+		t.Fatalf("natstest: %v", err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return ports
 }
 
 // StreamLeader returns the server of c that leads stream, waiting up to

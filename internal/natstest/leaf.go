@@ -16,7 +16,7 @@ import (
 // ($JS.<domain>.API).
 func StartHubAndLeaf(t testing.TB, domain string) (hub, leaf *Server) {
 	t.Helper()
-	port := freePort(t)
+	port := freePorts(t, 1)[0]
 	hub = StartWithOptions(t, &server.Options{ServerName: "hub", JetStreamDomain: domain,
 		LeafNode: server.LeafNodeOpts{Host: "127.0.0.1", Port: port}})
 	remote, err := url.Parse(fmt.Sprintf("nats-leaf://127.0.0.1:%d", port))

@@ -3,7 +3,6 @@ package proctest
 import (
 	"bytes"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/bubbus/bub/internal/freeport"
 )
 
 var (
@@ -87,15 +88,15 @@ func ModuleRoot(t testing.TB) string {
 	}
 }
 
-// FreeAddr returns a 127.0.0.1 address whose port was free a moment ago.
+// FreeAddr returns a 127.0.0.1 address whose port was free a moment ago
+// (see package freeport).
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeport.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }
 
 // Proc is a running process started by [Start].
