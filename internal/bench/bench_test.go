@@ -223,3 +223,44 @@ func TestAPIKind(t *testing.T) {
 		}
 	}
 }
+
+// TestHistoryKeepsEarlierRunsAndAddsThisOne: the History section of a
+// written report is read back from it, and the next run appends its row
+// after the earlier ones, each cell the quantity its goal is on.
+func TestHistoryKeepsEarlierRunsAndAddsThisOne(t *testing.T) {
+	var previous []byte // the report written last
+	run := func(date time.Time, commit string, p3 float64) []byte {
+		r := &Report{Date: date, Commit: commit, Mode: "full", Tables: []Table{{Title: "Results", Rows: []Row{
+			{ID: "P2", Value: Stat{Median: 210e3, N: 3}, Unit: Nanos, Ratio: Stat{Median: 1.31, N: 3}, Goal: "≤ 1.25×", Result: Fail},
+			{ID: "P2", Value: Stat{Median: 400e3, N: 3}, Unit: Nanos, Ratio: Stat{Median: 1.2, N: 3}, Goal: "≤ 1.5×", Result: Pass},
+			{ID: "P3", Value: Stat{Median: 400, N: 3}, Unit: PerSecond, Ratio: Stat{Median: p3, N: 3}, Goal: "≥ 0.7×", Result: Fail},
+			{ID: "P6", Value: Stat{Median: 186.6, N: 3}, Unit: MiB, Goal: "≤ 100 MiB", Result: Fail},
+			{ID: "P8", Value: Stat{Median: 3.1e6, N: 3}, Unit: Nanos, Ratio: Stat{Median: 7.6, N: 3}, Over: Stat{Median: 2.69e6, N: 3}, Goal: "≤ relay + 2ms", Result: Fail},
+		}}}}
+		r.AddHistory(HistoryRows(previous))
+		var buf bytes.Buffer
+		if err := r.WriteMarkdown(&buf); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	previous = run(time.Date(2026, 12, 3, 17, 12, 0, 0, time.UTC), "574fda5edec5e96f6f463586ef6158eed2bbc52c", 0.23)
+	second := run(time.Date(2026, 12, 4, 4, 30, 0, 0, time.UTC), "86e8986aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa+dirty", 0.25)
+	rows := HistoryRows(second)
+	if len(rows) != 2 {
+		t.Fatalf("%d history rows, want 2:\n%s", len(rows), second)
+	}
+	for i, want := range []string{
+		"| 2026-12-03 17:12 | 574fda5 | full | 1.31× ✗ | 1.20× | 0.23× ✗ | — |",
+		"| 2026-12-04 04:30 | 86e8986+dirty | full | 1.31× ✗ | 1.20× | 0.25× ✗ | — |",
+	} {
+		if !strings.HasPrefix(rows[i], want) {
+			t.Errorf("row %d = %s\nwant it to start %s", i, rows[i], want)
+		}
+		for _, cell := range []string{"| 186.6 MiB ✗ |", "| +2.69 ms ✗ |"} {
+			if !strings.Contains(rows[i], cell) {
+				t.Errorf("row %d lacks %q: %s", i, cell, rows[i])
+			}
+		}
+	}
+}

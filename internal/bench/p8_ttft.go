@@ -197,7 +197,7 @@ func runP8(ctx context.Context, e *env) ([]Row, error) {
 		o := Summarize(over)
 		return Row{
 			ID: "P8", Figure: fmt.Sprintf("time to first token, model's first delta → SSE client of GET /v1/sessions/{s}/events (bin/worker → NATS → bin/ingress), %d concurrent streams, %s", ttftStreams, pct),
-			Value: Summarize(fig), Unit: Nanos, Extra: "over the relay " + statCell(o, Nanos),
+			Value: Summarize(fig), Unit: Nanos, Extra: "over the relay " + statCell(o, Nanos), Over: o,
 			LimitName: fmt.Sprintf("a bare SSE relay of the same model stream (separate process), %d concurrent streams, %s", ttftStreams, pct),
 			Limit:     Summarize(lim), Ratio: Summarize(ratios(fig, lim)),
 			Goal: fmt.Sprintf("≤ relay + %s", bound), Result: AtMost(o.Median, float64(bound)),

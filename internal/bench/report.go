@@ -67,7 +67,10 @@ type Row struct {
 	LimitName string
 	Limit     Stat
 	// Ratio is figure ÷ limit per repetition (N = 0 for none).
-	Ratio  Stat
+	Ratio Stat
+	// Over is figure − limit per repetition, for a goal that adds to the
+	// limit ("≤ relay + 2ms"; N = 0 for none).
+	Over   Stat
 	Goal   string
 	Result Result
 }

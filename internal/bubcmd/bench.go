@@ -2,7 +2,9 @@ package bubcmd
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -27,7 +29,8 @@ context read, worker memory over HTTPS/HTTP2 and HTTP/1.1, event publishing,
 time to first token), each beside its limit measured in the same run (raw
 NATS request/reply, a bare nats.go turn simulation, a bare SSE relay, …),
 plus the all-in-one layout, 1/2/4 worker processes, a 3-node R3 cluster and
-BUB_JS_SYNC=always, and writes the table to --out. Load runs on 127.0.0.1
+BUB_JS_SYNC=always, and writes the table to --out, keeping the History
+section of the file there and adding this run's row. Load runs on 127.0.0.1
 only; servers and services are started as child processes from this binary
 and the service binaries next to it (make build). --quick runs the main
 table with short windows (about three minutes). The exit status is 0 when
@@ -53,6 +56,16 @@ the harness ran, whatever the verdicts, unless --fail-on-miss.`,
 			if runErr != nil {
 				rep.Sections = append(rep.Sections, bench.Section{Title: "Errors", Body: "```\n" + runErr.Error() + "\n```"})
 			}
+			// The history of the file written to goes on, with this run.
+			var earlier []string
+			if out != "-" {
+				old, err := os.ReadFile(out)
+				if err != nil && !errors.Is(err, fs.ErrNotExist) {
+					return err
+				}
+				earlier = bench.HistoryRows(old)
+			}
+			rep.AddHistory(earlier)
 			var buf bytes.Buffer
 			if err := rep.WriteMarkdown(&buf); err != nil {
 				return err
