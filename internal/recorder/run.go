@@ -200,7 +200,7 @@ func (rn *run) answering(a events.Answers) {
 }
 
 // duplicate acknowledges a late copy of an event of a committed run and
-// moves the events watermark past it.
+// moves the events watermark to it (see [lane.watermark]).
 func (l *lane) duplicate(ctx context.Context, session string, stream uint64, msg jetstream.Msg) {
 	if _, err := l.r.store.Append(ctx, session, nil, l.watermark(session, stream, nil)); err != nil {
 		l.r.log.Warn("recorder.watermark_failed", "session", session, "err", err)
