@@ -35,7 +35,7 @@ type interrupted struct {
 // turn's inbound message was: the run and everything it published come
 // after it (other turns of the session may have run in between).
 func (rt *Runtime) interruptedRun(ctx context.Context, session string, a events.Answers) (*interrupted, error) {
-	if a.Delivery < 2 || a.EnvelopeID == "" || a.InboundSeq == 0 || rt.o.JS == nil {
+	if a.Delivery < 2 || a.EnvelopeID == "" || a.InboundSeq == 0 {
 		return nil, nil
 	}
 	inbound, err := rt.o.JS.Stream(ctx, rt.o.Names.InboundStream())
@@ -46,12 +46,8 @@ func (rt *Runtime) interruptedRun(ctx context.Context, session string, a events.
 	if err != nil {
 		return nil, err
 	}
-	st, err := rt.o.JS.Stream(ctx, rt.o.Names.EventsStream())
-	if err != nil {
-		return nil, err
-	}
 	since := msg.Time
-	cons, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+	cons, err := rt.events.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{rt.o.Names.EventsOf(session)},
 		DeliverPolicy:  jetstream.DeliverByStartTimePolicy,
 		OptStartTime:   &since,

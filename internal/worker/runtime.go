@@ -112,8 +112,9 @@ type Runtime struct {
 	// resolved for it, read by every turn.
 	scope *hooks.Scope[tape.Store]
 	tapes tape.Store
-	// events is the events stream, where a turn finds the end of its
-	// session's newest finished run (read-your-writes).
+	// events is the events stream: a turn finds the end of its session's
+	// newest finished run there (read-your-writes), a redelivered turn the
+	// run it resumes.
 	events jetstream.Stream
 	// tapeContext is what build_tape_context answered at startup.
 	tapeContext tape.Context
