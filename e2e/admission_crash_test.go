@@ -51,12 +51,7 @@ func (s *crashStack) worker(t *testing.T, name string, extra ...string) *proc {
 
 // asyncPost posts with ?wait in the background.
 func (s *crashStack) asyncPost(t *testing.T, session, content string) <-chan reply {
-	done := make(chan reply, 1)
-	go func() {
-		_, r := post(t, s.web, map[string]any{"content": content, "session_id": session}, "60s")
-		done <- r
-	}()
-	return done
+	return postAsync(t, s.web, session, content)
 }
 
 // repliesTo counts the outbound envelopes in the stream answering id.

@@ -199,11 +199,7 @@ func TestServiceRolesDoTheirJobs(t *testing.T) {
 			t.Errorf("status of bub-%s: %v, want its %s", svc, err, figure)
 		}
 	}
-	done := make(chan reply, 1)
-	go func() {
-		_, r := post(t, web, map[string]any{"content": "slow question", "session_id": "perm"}, "60s")
-		done <- r
-	}()
+	done := postAsync(t, web, "perm", "slow question")
 	eventually(t, 30*time.Second, func() (bool, string) { return len(fake.Requests()) == 2, "slow turn not running" })
 	if status, r := post(t, web, map[string]any{"content": "steer: mention the kiwi", "session_id": "perm"}, ""); status != 202 {
 		t.Fatalf("steer: %d %+v", status, r)

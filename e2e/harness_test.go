@@ -108,6 +108,17 @@ func post(t *testing.T, base string, body any, wait string) (int, reply) {
 	return status, r
 }
 
+// postAsync posts content to session with ?wait=60s in the background;
+// the reply arrives on the channel.
+func postAsync(t *testing.T, base, session, content string) <-chan reply {
+	done := make(chan reply, 1)
+	go func() {
+		_, r := post(t, base, map[string]any{"content": content, "session_id": session}, "60s")
+		done <- r
+	}()
+	return done
+}
+
 // postCtx sends one message within ctx and decodes the reply.
 func postCtx(ctx context.Context, base string, body any, wait string) (int, reply, error) {
 	b, _ := json.Marshal(body)

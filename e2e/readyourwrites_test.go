@@ -38,11 +38,7 @@ func TestReadYourWritesAcrossWorkers(t *testing.T) {
 	workerA.stop(t, 30*time.Second)
 
 	start(t, "worker", env, "--workspace", t.TempDir())
-	done := make(chan reply, 1)
-	go func() {
-		_, r := post(t, web, map[string]any{"content": "which word?", "session_id": "ryw"}, "60s")
-		done <- r
-	}()
+	done := postAsync(t, web, "ryw", "which word?")
 	_, js := srv.JetStream(t)
 	waitHeld(t, js, 1)
 	if n := len(fake.Requests()); n != 1 {
@@ -88,14 +84,6 @@ func TestReadYourWritesAcrossOverlappingTurns(t *testing.T) {
 		t.Fatal(err)
 	}
 	const session = "ryw:overlap"
-	postAsync := func(content string) <-chan reply {
-		done := make(chan reply, 1)
-		go func() {
-			_, r := post(t, web, map[string]any{"content": content, "session_id": session}, "60s")
-			done <- r
-		}()
-		return done
-	}
 
 	// A first turn bootstraps the tape (its session/start anchor); two
 	// overlapping first turns would each anchor it, and the later commit's
@@ -103,7 +91,7 @@ func TestReadYourWritesAcrossOverlappingTurns(t *testing.T) {
 	if status, r := post(t, web, map[string]any{"content": "hello", "session_id": session}, "30s"); status != 200 || len(r.Outbounds) != 1 {
 		t.Fatalf("first turn: %d %+v", status, r)
 	}
-	a := postAsync("slow: remember the word kumquat")
+	a := postAsync(t, web, session, "slow: remember the word kumquat")
 	eventually(t, 30*time.Second, func() (bool, string) {
 		return len(fake.Requests()) == 2, "a has not reached the model"
 	})
@@ -119,7 +107,7 @@ func TestReadYourWritesAcrossOverlappingTurns(t *testing.T) {
 		t.Fatalf("a: %+v", r)
 	}
 
-	c := postAsync("which word?")
+	c := postAsync(t, web, session, "which word?")
 	waitHeld(t, js, 1)
 	time.Sleep(time.Second) // c would have asked the model by now
 	if n := len(fake.Requests()); n != 3 {
