@@ -1,15 +1,13 @@
 package bench
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"strings"
 	"time"
 )
 
-// HistoryTitle is the title of the history section of BENCHMARKS.md.
-const HistoryTitle = "History"
+// historyTitle is the title of the history section of BENCHMARKS.md.
+const historyTitle = "History"
 
 // historyColumns are the history's figures: the nth row (from 0) with id
 // among the report's tables, under label.
@@ -37,13 +35,11 @@ const historyIntro = "One row per `bub bench` run written to this file, oldest f
 func HistoryRows(md []byte) []string {
 	var rows []string
 	in, header := false, 0
-	sc := bufio.NewScanner(bytes.NewReader(md))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
+	for line := range strings.Lines(string(md)) {
+		line = strings.TrimRight(line, "\r\n")
 		switch {
 		case strings.HasPrefix(line, "## "):
-			in, header = line == "## "+HistoryTitle, 0
+			in, header = line == "## "+historyTitle, 0
 		case in && strings.HasPrefix(line, "|"):
 			if header < 2 { // the column names and the separator
 				header++
@@ -55,7 +51,7 @@ func HistoryRows(md []byte) []string {
 	return rows
 }
 
-// AddHistory appends the section HistoryTitle to the report: the rows of
+// AddHistory appends the section historyTitle to the report: the rows of
 // earlier runs, then this run's.
 func (r *Report) AddHistory(earlier []string) {
 	var b strings.Builder
@@ -68,7 +64,7 @@ func (r *Report) AddHistory(earlier []string) {
 		b.WriteString(row + "\n")
 	}
 	b.WriteString(r.historyRow() + "\n")
-	r.Sections = append(r.Sections, Section{Title: HistoryTitle, Body: b.String()})
+	r.Sections = append(r.Sections, Section{Title: historyTitle, Body: b.String()})
 }
 
 // historyRow is this run's line of the history table.

@@ -50,10 +50,7 @@ func Addr() (string, error) {
 // listen listens on a random free port in [lowest, high), or on one the
 // kernel picks when that range is empty or full.
 func listen(high int) (net.Listener, error) {
-	for range 100 {
-		if high <= lowest {
-			break
-		}
+	for tries := 0; high > lowest && tries < 100; tries++ {
 		p := lowest + rand.IntN(high-lowest)
 		if l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p))); err == nil {
 			return l, nil
