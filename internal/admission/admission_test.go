@@ -97,6 +97,9 @@ func (p *turns) release(id string) { close(p.gate(id)) }
 
 func (p *turns) Process(ctx context.Context, in worker.Inbound) error {
 	id := in.Envelope.ID
+	if err := in.Admitted(); err != nil { // what the worker's runtime does before the first stage
+		return err
+	}
 	p.mu.Lock()
 	p.started = append(p.started, id)
 	p.mu.Unlock()
@@ -557,5 +560,55 @@ func TestPolicyMayAdmit(t *testing.T) {
 				t.Errorf("%q: MayAdmit(%s) = %v, want %v", spec, channel, got, may)
 			}
 		}
+	}
+}
+
+// registeredCheck is a next processor that, at its first stage (after
+// Admitted, as the worker's runtime), reads its own run key back.
+type registeredCheck struct {
+	reg   func() *Registry
+	names subjects.Names
+	found chan bool
+}
+
+func (p *registeredCheck) Process(ctx context.Context, in worker.Inbound) error {
+	if err := in.Admitted(); err != nil {
+		return err
+	}
+	_, ok, err := p.reg().exists(ctx, p.names.TurnRunKey(in.Session, in.Envelope.ID))
+	if err != nil {
+		return err
+	}
+	p.found <- ok
+	return nil
+}
+
+// TestTurnIsRegisteredBeforeItsFirstStage: the run key is written while
+// the runtime reads the session (both before the first stage), and
+// Admitted returns only once it is stored, so quit and other workers'
+// follow-ups see every turn that has started.
+func TestTurnIsRegisteredBeforeItsFirstStage(t *testing.T) {
+	srv := natstest.Start(t)
+	_, js := srv.JetStream(t)
+	names := subjects.Default()
+	ctx := t.Context()
+	if err := natsx.EnsureTopology(ctx, js, names, natsx.Topology{MemoryStorage: true, TurnTTL: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	var g *Gate
+	next := &registeredCheck{reg: func() *Registry { return g.reg }, names: names, found: make(chan bool, 1)}
+	g, err := NewGate(ctx, Options{JS: js, Names: names, Source: events.Source("worker", "test"), Hooks: &testHooks{none: true}, Outbox: &outbox{}, Next: next, TTL: time.Second, Owner: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Close)
+	if err := g.Process(ctx, inbound("a", "s")); err != nil {
+		t.Fatal(err)
+	}
+	if !<-next.found {
+		t.Fatal("the turn's first stage ran before its run key was stored")
+	}
+	if _, ok, err := g.reg.exists(ctx, names.TurnRunKey("s", "a")); err != nil || ok {
+		t.Fatalf("run key after the turn: present %v (%v), want gone", ok, err)
 	}
 }

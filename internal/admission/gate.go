@@ -335,27 +335,50 @@ func (g *Gate) followUp(ctx context.Context, in worker.Inbound, session string, 
 
 // run registers the turn as running, runs it with its resolved session
 // and the session's steering inbox, and afterwards commits or releases
-// what it took. wait, when not
-// nil, is the follow-up's wait key, removed once the run key exists.
+// what it took. wait, when not nil, is the follow-up's wait key, removed
+// once the run key exists.
+//
+// The run key is written while the runtime does its own reads of the
+// session (read-your-writes, worker.Inbound.Admitted): both come before
+// the turn's first stage, and neither needs the other. Quit can stop the
+// turn once its key is stored, as when the write came first.
 func (g *Gate) run(ctx context.Context, in worker.Inbound, session string, wait *lease) error {
 	env := in.Envelope
-	runKey := g.o.Names.TurnRunKey(session, env.ID)
-	l, err := g.reg.hold(ctx, runKey, entry{Envelope: env.ID, Seq: in.StreamSeq, Owner: g.o.Owner, Since: time.Now().UTC()})
-	if err != nil {
+	tctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var (
+		l       *lease
+		herr    error
+		untrack = func() {}
+		held    = make(chan struct{})
+	)
+	go func() {
+		defer close(held)
+		l, herr = g.reg.hold(ctx, g.o.Names.TurnRunKey(session, env.ID), entry{Envelope: env.ID, Seq: in.StreamSeq, Owner: g.o.Owner, Since: time.Now().UTC()})
+		if herr != nil {
+			herr = retry("registering the turn", herr)
+			cancel(herr)
+			return
+		}
+		untrack = g.local.add(session, env.ID, cancel)
+		if wait != nil {
+			wait.end(ctx)
+		}
+	}()
+	inbox := g.steer.Inbox(session, env.ID)
+	in.Session, in.Steering = session, inbox
+	in.Admitted = func() error { <-held; return herr }
+	err := g.o.Next.Process(tctx, in)
+	<-held
+	quit := errors.Is(context.Cause(tctx), worker.ErrQuit)
+	untrack()
+	if herr != nil {
 		if wait != nil {
 			wait.stop()
 		}
-		return retry("registering the turn", err)
+		inbox.Release()
+		return herr
 	}
-	if wait != nil {
-		wait.end(ctx)
-	}
-	inbox := g.steer.Inbox(session, env.ID)
-	in.Session, in.Steering = session, inbox
-	tctx, untrack := g.local.track(ctx, session, env.ID)
-	err = g.o.Next.Process(tctx, in)
-	quit := errors.Is(context.Cause(tctx), worker.ErrQuit)
-	untrack()
 	cctx := context.WithoutCancel(ctx)
 	if !quit && (errors.Is(err, worker.ErrRetry) || ctx.Err() != nil) {
 		inbox.Release()

@@ -53,7 +53,18 @@ type local struct {
 // can cancel; untrack must be called when it ends.
 func (l *local) track(ctx context.Context, session, envelope string) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
+	untrack := l.add(session, envelope, cancel)
+	return ctx, func() {
+		untrack()
+		cancel(nil)
+	}
+}
+
+// add lets quit cancel the turn or follow-up of session with cancel
+// until the returned untrack is called.
+func (l *local) add(session, envelope string, cancel context.CancelCauseFunc) (untrack func()) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.sessions == nil {
 		l.sessions = map[string]map[string]context.CancelCauseFunc{}
 	}
@@ -61,15 +72,13 @@ func (l *local) track(ctx context.Context, session, envelope string) (context.Co
 		l.sessions[session] = map[string]context.CancelCauseFunc{}
 	}
 	l.sessions[session][envelope] = cancel
-	l.mu.Unlock()
-	return ctx, func() {
+	return func() {
 		l.mu.Lock()
+		defer l.mu.Unlock()
 		delete(l.sessions[session], envelope)
 		if len(l.sessions[session]) == 0 {
 			delete(l.sessions, session)
 		}
-		l.mu.Unlock()
-		cancel(nil)
 	}
 }
 

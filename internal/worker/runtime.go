@@ -295,6 +295,11 @@ func (rt *Runtime) Process(ctx context.Context, in Inbound) (err error) {
 	if session != "" {
 		rt.awaitEarlierTurns(ctx, session)
 	}
+	if in.Admitted != nil {
+		if err := in.Admitted(); err != nil {
+			return err
+		}
+	}
 	_, err = rt.fw.ProcessInbound(ctx, pipeline.Turn{
 		Inbound:   hooks.Inbound{Message: in.Envelope, StreamSeq: in.StreamSeq, Delivery: in.Delivery, Steering: in.Steering},
 		SessionID: session,

@@ -38,6 +38,11 @@ type Inbound struct {
 	// Steering is the steering inbox of the turn, nil for none: the
 	// admission gate gives each turn it runs one.
 	Steering hooks.Steering
+	// Admitted, when not nil, returns once the turn may start its first
+	// stage (the admission gate registered it meanwhile), with an error
+	// wrapping [ErrRetry] when it may not. The runtime calls it after its
+	// own reads of the session, so the two overlap.
+	Admitted func() error
 	// Stopping is closed when the worker starts draining: a turn still
 	// waiting to start should hand its message back.
 	Stopping <-chan struct{}

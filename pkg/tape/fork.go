@@ -25,8 +25,9 @@ import (
 // (which would hide an unreachable store from the model). After a reset in
 // the fork the parent is not read at all.
 //
-// Appended entries get provisional ids following the parent's last id when
-// the fork first wrote the tape (1, 2, … after a reset) and lose their
+// Appended entries get provisional ids following the parent's last id as
+// the fork last saw it before it first wrote the tape: from its newest
+// read of the parent's index, else read then (1, 2, … after a reset) and lose their
 // non-text content parts ([StripMedia]). Commit ids and watermarks given to
 // Append are kept in the fork, not the parent. Forks nest: a Fork is
 // itself a [Store].
@@ -34,6 +35,9 @@ type Fork struct {
 	parent Store
 	mu     sync.Mutex
 	tapes  map[string]*overlay
+	// lastIDs are the parent's last ids from the newest index reads of
+	// tapes the fork has not written yet: the base of their first append.
+	lastIDs map[string]int64
 	// changed is closed and replaced whenever an overlay changes.
 	changed chan struct{}
 }
@@ -56,7 +60,7 @@ var (
 
 // NewFork returns an empty overlay on parent.
 func NewFork(parent Store) *Fork {
-	return &Fork{parent: parent, tapes: map[string]*overlay{}, changed: make(chan struct{})}
+	return &Fork{parent: parent, tapes: map[string]*overlay{}, lastIDs: map[string]int64{}, changed: make(chan struct{})}
 }
 
 // Unwrap returns the parent store.
@@ -164,9 +168,9 @@ func (f *Fork) Append(ctx context.Context, tape string, entries []Entry, opts ..
 	f.mu.Lock()
 	ov := f.tapes[tape]
 	based := ov != nil && ov.based
+	parentLast, read := f.lastIDs[tape]
 	f.mu.Unlock()
-	var parentLast int64
-	if !based && !o.reset {
+	if !based && !read && !o.reset {
 		ix, err := f.parent.Index(ctx, tape)
 		if err != nil {
 			return nil, err
@@ -191,6 +195,7 @@ func (f *Fork) Append(ctx context.Context, tape string, entries []Entry, opts ..
 	if !ov.based {
 		ov.base, ov.based = parentLast, true
 	}
+	delete(f.lastIDs, tape)
 	stripped := make([]Entry, len(entries))
 	for i, e := range entries {
 		stripped[i] = StripMedia(e)
@@ -254,6 +259,11 @@ func (f *Fork) Index(ctx context.Context, tape string) (Index, error) {
 	if err != nil {
 		return Index{}, err
 	}
+	f.mu.Lock()
+	if ov := f.tapes[tape]; ov == nil || !ov.based {
+		f.lastIDs[tape] = pix.LastID
+	}
+	f.mu.Unlock()
 	return v.index(pix), nil
 }
 

@@ -228,3 +228,57 @@ func TestNestedForks(t *testing.T) {
 		t.Fatal("the inner fork wrote its parent")
 	}
 }
+
+// indexCounter counts the parent's index reads.
+type indexCounter struct {
+	tape.Store
+	reads int
+}
+
+func (c *indexCounter) Index(ctx context.Context, name string) (tape.Index, error) {
+	c.reads++
+	return c.Store.(tape.Indexer).Index(ctx, name)
+}
+
+// TestForkNumbersFromItsLastIndexRead: a run reads its tape's index
+// before its first write (the bootstrap-anchor check), so that write
+// numbers its entries from the newest read, not from a read of its own:
+// one round trip to the store fewer per run.
+func TestForkNumbersFromItsLastIndexRead(t *testing.T) {
+	ctx := t.Context()
+	mem := tape.NewMemoryStore()
+	parent := &indexCounter{Store: mem}
+	if _, err := mem.Append(ctx, "t", []tape.Entry{user("p1")}); err != nil {
+		t.Fatal(err)
+	}
+	fork := tape.NewFork(parent)
+	if _, err := fork.Index(ctx, "t"); err != nil {
+		t.Fatal(err)
+	}
+	// The parent grows (another run was committed) and the fork reads
+	// the index again before it writes.
+	if _, err := mem.Append(ctx, "t", []tape.Entry{user("p2")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fork.Index(ctx, "t"); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := fork.Append(ctx, "t", []tape.Entry{user("f1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(stored); !reflect.DeepEqual(got, []int64{3}) {
+		t.Fatalf("provisional ids %v, want 3 (after the newest read's last id 2)", got)
+	}
+	if parent.reads != 2 {
+		t.Fatalf("the parent's index was read %d times, want 2 (the append reads it no more)", parent.reads)
+	}
+	// Without an earlier read the append reads the index itself.
+	other := tape.NewFork(parent)
+	if stored, err = other.Append(ctx, "t", []tape.Entry{user("g1")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(stored); parent.reads != 3 || !reflect.DeepEqual(got, []int64{3}) {
+		t.Fatalf("ids %v after %d reads, want 3 after 3", got, parent.reads)
+	}
+}
