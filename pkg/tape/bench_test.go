@@ -20,7 +20,7 @@ func BenchmarkReadMessages(b *testing.B) {
 	srv := natstest.Start(b)
 	_, js := srv.JetStream(b)
 	for _, n := range []int{100, 100_000} {
-		s, err := tape.NewJetStreamStore(b.Context(), js, newNames(b))
+		s, err := tape.NewJetStreamStore(b.Context(), js, newNames(b), tape.WithEntryCache(0)) // reads from the stream
 		if err != nil {
 			b.Fatal(err)
 		}

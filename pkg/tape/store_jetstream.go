@@ -89,6 +89,8 @@ type JetStreamStore struct {
 	// gets may be answered by any replica) is detected and retried.
 	seenMu sync.Mutex
 	seen   map[string]uint64
+	// cache holds the committed entries read last of recently read tapes.
+	cache *entryCache
 	// locks serializes writers of one tape within this process, striped by
 	// tape name so the set stays bounded.
 	locks [64]sync.Mutex
@@ -107,9 +109,10 @@ var (
 type JetStreamOption func(*jsOptions) error
 
 type jsOptions struct {
-	replicas  int
-	provision bool
-	grace     time.Duration
+	replicas   int
+	provision  bool
+	grace      time.Duration
+	cacheBytes int
 }
 
 // WithReplicas sets the replica count of the tapes stream and the index
@@ -139,6 +142,22 @@ func WithOrphanGrace(d time.Duration) JetStreamOption {
 	}
 }
 
+// WithEntryCache bounds the store's cache of the committed entries it
+// read last per tape, in bytes of the messages decoded (default 8 MiB; 0
+// caches nothing): a read that starts inside a tape's cached run takes it
+// from there and reads only the entries committed after it, as a
+// session's next turn does. Committed entries never change, so a cached
+// read returns what a read from the stream would.
+func WithEntryCache(bytes int) JetStreamOption {
+	return func(o *jsOptions) error {
+		if bytes < 0 {
+			return fmt.Errorf("tape: negative entry cache size %d", bytes)
+		}
+		o.cacheBytes = bytes
+		return nil
+	}
+}
+
 // WithoutProvisioning makes the store bind to an existing stream and bucket
 // instead of creating or updating them (for clients without the permission
 // to manage streams).
@@ -156,13 +175,13 @@ func WithoutProvisioning() JetStreamOption {
 // their writer with the source /bub/tape/<name of js's connection>
 // (/bub/tape/unnamed when the connection has no name).
 func NewJetStreamStore(ctx context.Context, js jetstream.JetStream, names subjects.Names, opts ...JetStreamOption) (*JetStreamStore, error) {
-	o := jsOptions{replicas: 1, provision: true, grace: 2 * time.Second}
+	o := jsOptions{replicas: 1, provision: true, grace: 2 * time.Second, cacheBytes: entryCacheBytes}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
 		}
 	}
-	s := &JetStreamStore{js: js, names: names, source: storeSource(js), grace: o.grace, seen: map[string]uint64{}}
+	s := &JetStreamStore{js: js, names: names, source: storeSource(js), grace: o.grace, seen: map[string]uint64{}, cache: newEntryCache(o.cacheBytes)}
 	var err error
 	if o.provision {
 		sc := StreamConfig(names)
@@ -331,35 +350,49 @@ func (s *JetStreamStore) window(ctx context.Context, ix Index, q Query) ([]Entry
 }
 
 // readCommitted reads count committed entries starting at stream sequence
-// start with entry id firstID, checking that the ids follow each other.
+// start with entry id firstID, checking that the ids follow each other:
+// those the cache holds from there, then the rest from the stream.
 func (s *JetStreamStore) readCommitted(ctx context.Context, ix Index, start uint64, firstID, count int64) ([]Entry, error) {
 	if count <= 0 {
 		return nil, nil
 	}
-	entries := make([]Entry, 0, count)
-	add := func(_ uint64, _ string, data []byte) error {
+	cached, last := s.cache.get(ix.Tape, start, firstID, count)
+	if int64(len(cached)) == count {
+		return cached, nil
+	}
+	from := start
+	if len(cached) > 0 {
+		from = last + 1
+	}
+	read := make([]Entry, 0, count-int64(len(cached)))
+	var seqs []uint64
+	var sizes []int
+	next := firstID + int64(len(cached))
+	add := func(seq uint64, _ string, data []byte) error {
 		e, ok := decodeMessage(data)
-		if !ok || e.ID != firstID+int64(len(entries)) {
+		if !ok || e.ID != next+int64(len(read)) {
 			return errRetry
 		}
-		entries = append(entries, e)
+		read, seqs, sizes = append(read, e), append(seqs, seq), append(sizes, len(data))
 		return nil
 	}
-	subj, from := s.names.Tape(ix.Tape), start
+	subj, rest := s.names.Tape(ix.Tape), count-int64(len(cached))
 	if s.directSubject != "" {
 		var err error
-		if from, err = s.readDirect(ctx, subj, start, ix.Seq, int(count), add); err != nil {
+		if from, err = s.readDirect(ctx, subj, from, ix.Seq, int(rest), add); err != nil {
 			return nil, err
 		}
 	}
-	if rest := count - int64(len(entries)); rest > 0 {
-		if err := s.scan(ctx, subj, from, ix.Seq, int(rest), add); err != nil {
+	if left := rest - int64(len(read)); left > 0 {
+		if err := s.scan(ctx, subj, from, ix.Seq, int(left), add); err != nil {
 			return nil, err
 		}
 	}
-	if int64(len(entries)) != count {
+	if int64(len(read)) != rest {
 		return nil, errRetry
 	}
+	entries := append(cached, cloneEntries(read)...)
+	s.cache.put(ix.Tape, last, seqs, read, sizes)
 	return entries, nil
 }
 

@@ -86,6 +86,7 @@ func TestJetStreamReadsCommittedEntriesWithDirectGets(t *testing.T) {
 		{All(), 1100, 2},
 		{All().Limit(3), 3, 1},
 	} {
+		s.cache = newEntryCache(entryCacheBytes) // read from the stream each time
 		entries, err := s.Fetch(t.Context(), "t", c.q)
 		if err != nil {
 			t.Fatal(err)
@@ -144,6 +145,7 @@ func TestJetStreamReadsWhatALaggingReplicaMissesFromTheLeader(t *testing.T) {
 			t.Fatal(err)
 		}
 		api := countAPI(t, f)
+		s.cache = newEntryCache(entryCacheBytes) // read from the stream each time
 		entries, err := s.Fetch(t.Context(), "t", All())
 		_ = sub.Unsubscribe()
 		if err != nil {
