@@ -140,15 +140,23 @@ type fixture struct {
 	turns *turns
 }
 
-func newFixture(t *testing.T, action hooks.AdmitAction) *fixture {
+// topology starts a server with the streams and buckets, turn keys
+// living a second.
+func topology(t *testing.T) (jetstream.JetStream, subjects.Names) {
 	t.Helper()
 	srv := natstest.Start(t)
 	_, js := srv.JetStream(t)
 	names := subjects.Default()
-	ctx := t.Context()
-	if err := natsx.EnsureTopology(ctx, js, names, natsx.Topology{MemoryStorage: true, TurnTTL: time.Second}); err != nil {
+	if err := natsx.EnsureTopology(t.Context(), js, names, natsx.Topology{MemoryStorage: true, TurnTTL: time.Second}); err != nil {
 		t.Fatal(err)
 	}
+	return js, names
+}
+
+func newFixture(t *testing.T, action hooks.AdmitAction) *fixture {
+	t.Helper()
+	js, names := topology(t)
+	ctx := t.Context()
 	f := &fixture{js: js, names: names, hooks: &testHooks{action: action}, out: &outbox{}, turns: newTurns()}
 	g, err := NewGate(ctx, Options{JS: js, Names: names, Source: events.Source("worker", "test"), Hooks: f.hooks, Outbox: f.out, Next: f.turns, TTL: time.Second, Owner: "test"})
 	if err != nil {
@@ -588,13 +596,8 @@ func (p *registeredCheck) Process(ctx context.Context, in worker.Inbound) error 
 // Admitted returns only once it is stored, so quit and other workers'
 // follow-ups see every turn that has started.
 func TestTurnIsRegisteredBeforeItsFirstStage(t *testing.T) {
-	srv := natstest.Start(t)
-	_, js := srv.JetStream(t)
-	names := subjects.Default()
+	js, names := topology(t)
 	ctx := t.Context()
-	if err := natsx.EnsureTopology(ctx, js, names, natsx.Topology{MemoryStorage: true, TurnTTL: time.Second}); err != nil {
-		t.Fatal(err)
-	}
 	var g *Gate
 	next := &registeredCheck{reg: func() *Registry { return g.reg }, names: names, found: make(chan bool, 1)}
 	g, err := NewGate(ctx, Options{JS: js, Names: names, Source: events.Source("worker", "test"), Hooks: &testHooks{none: true}, Outbox: &outbox{}, Next: next, TTL: time.Second, Owner: "test"})
