@@ -13,25 +13,37 @@ import (
 )
 
 // BenchmarkReadMessages reads the default context (after the last anchor,
-// which is 50 entries back) of a small and of a large JetStream tape. The
-// cost must not grow with the tape: the large tape may be at most 2x the
-// small one. `bub bench` (P5) runs the same fill and read (tapetest).
+// which is 50 entries back) of a small and of a large JetStream tape,
+// from the stream each time (cache=off) and with the store's entry cache
+// (cache=on: a session's next turn on the same worker). The cost must not
+// grow with the tape: the large tape may be at most 2x the small one.
+// `bub bench` (P5) runs the same fill and the cache=off read (tapetest).
 func BenchmarkReadMessages(b *testing.B) {
 	srv := natstest.Start(b)
 	_, js := srv.JetStream(b)
 	for _, n := range []int{100, 100_000} {
-		s, err := tape.NewJetStreamStore(b.Context(), js, newNames(b), tape.WithEntryCache(0)) // reads from the stream
+		names := newNames(b)
+		s, err := tape.NewJetStreamStore(b.Context(), js, names)
 		if err != nil {
 			b.Fatal(err)
 		}
 		if err := tapetest.FillBenchTape(b.Context(), s, "bench", n, nil); err != nil {
 			b.Fatal(err)
 		}
-		tp := tape.New(s, "bench", tape.Context{})
-		if _, err := tp.ReadMessages(b.Context()); err != nil { // warm up
-			b.Fatal(err)
+		for _, c := range []struct {
+			label string
+			bytes int
+		}{{"off", 0}, {"on", 8 << 20}} {
+			s, err := tape.NewJetStreamStore(b.Context(), js, names, tape.WithEntryCache(c.bytes))
+			if err != nil {
+				b.Fatal(err)
+			}
+			tp := tape.New(s, "bench", tape.Context{})
+			if _, err := tp.ReadMessages(b.Context()); err != nil { // warm up
+				b.Fatal(err)
+			}
+			b.Run(fmt.Sprintf("entries=%d/cache=%s", n, c.label), tapetest.ReadMessagesBenchmark(tp))
 		}
-		b.Run(fmt.Sprintf("entries=%d", n), tapetest.ReadMessagesBenchmark(tp))
 	}
 }
 
