@@ -18,6 +18,7 @@ import (
 	"github.com/bubbus/bub/internal/approvals"
 	"github.com/bubbus/bub/internal/cli"
 	"github.com/bubbus/bub/internal/ingress"
+	"github.com/bubbus/bub/internal/natsx"
 	"github.com/bubbus/bub/internal/workercmd"
 	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/events"
@@ -51,13 +52,14 @@ with a worker and a recorder in this process.`,
 				return withGateway(c, getenv, func(gw *ingress.Gateway) error {
 					var streamed atomic.Bool
 					var shown streamedText
-					sub, err := c.conn.NC.Subscribe(c.conn.Names.TokenStreamOf(session), func(m *nats.Msg) {
+					handled := natsx.NewHandled()
+					sub, err := c.conn.NC.Subscribe(c.conn.Names.TokenStreamOf(session), handled.Handler(func(m *nats.Msg) {
 						var d streamDelta
 						if json.Unmarshal(m.Data, &d) == nil && d.Kind == "text" {
 							streamed.Store(true)
 							fmt.Fprint(out, shown.unseen(d))
 						}
-					})
+					}))
 					if err != nil {
 						return err
 					}
@@ -71,7 +73,12 @@ with a worker and a recorder in this process.`,
 						streamed.Store(false)
 						outs, err := ask(ctx, gw, &envelope.Envelope{ID: events.NewID(), Content: line, Channel: "cli", ChatID: chatID,
 							SessionID: session, Context: envelope.NewContext("thread_id", session)}, wait)
+						// Every delta sent before the reply has arrived once
+						// the connection is flushed; the handler prints it.
 						if err := c.conn.NC.Flush(); err != nil {
+							return err
+						}
+						if err := handled.Wait(sub); err != nil {
 							return err
 						}
 						for _, o := range outs {

@@ -10,6 +10,10 @@
 // dry-runs it (`bub provision --dry-run`). Services run
 // [EnsureTopologyLogged] at start.
 //
+// [Handled] lets a caller wait until an asynchronous subscription's
+// handler has caught up with what the connection received (bub chat
+// prints every streamed delta before the reply).
+//
 // Looking for the names themselves? See pkg/subjects. The embedded
 // nats-server of the bub CLI is package natsx/embedded (kept apart so the
 // service binaries do not link the server); for a server in tests see

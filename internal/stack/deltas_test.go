@@ -11,14 +11,16 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/bubbus/bub/internal/fakellm"
+	"github.com/bubbus/bub/internal/natsx"
 	"github.com/bubbus/bub/internal/stacktest"
 	"github.com/bubbus/bub/pkg/envelope"
 )
 
 // TestEveryDeltaReachesASubscriberBeforeTheReply: the worker publishes
 // token deltas on a connection of its own ("<name> deltas"), and a
-// subscriber that has the turn's reply and flushed its own connection (as
-// bub chat does before printing) has every delta of the run, in order.
+// subscriber that has the turn's reply and flushed its own connection, and
+// waited for its handler to catch up (as bub chat does before printing),
+// has every delta of the run, in order.
 func TestEveryDeltaReachesASubscriberBeforeTheReply(t *testing.T) {
 	const chunks, rounds = 40, 5
 	text := strings.Repeat("0123456789", chunks)
@@ -30,7 +32,8 @@ func TestEveryDeltaReachesASubscriberBeforeTheReply(t *testing.T) {
 			got strings.Builder
 			n   int
 		)
-		sub, err := c.Conn.NC.Subscribe(c.Conn.Names.TokenStreamOf(session), func(m *nats.Msg) {
+		handled := natsx.NewHandled()
+		sub, err := c.Conn.NC.Subscribe(c.Conn.Names.TokenStreamOf(session), handled.Handler(func(m *nats.Msg) {
 			var d struct {
 				Kind string `json:"kind"`
 				Text string `json:"text"`
@@ -43,7 +46,7 @@ func TestEveryDeltaReachesASubscriberBeforeTheReply(t *testing.T) {
 			defer mu.Unlock()
 			got.WriteString(d.Text)
 			n++
-		})
+		}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,6 +55,9 @@ func TestEveryDeltaReachesASubscriberBeforeTheReply(t *testing.T) {
 		}
 		outs := c.Turn(t, &envelope.Envelope{ID: fmt.Sprintf("delta-%d", round), Content: "hello", Channel: "test", SessionID: session})
 		if err := c.Conn.NC.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if err := handled.Wait(sub); err != nil {
 			t.Fatal(err)
 		}
 		mu.Lock()

@@ -1,0 +1,57 @@
+package natsx_test
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/bubbus/bub/internal/natstest"
+	"github.com/bubbus/bub/internal/natsx"
+)
+
+// TestHandledWaitsForTheHandlerToCatchUp: after a Flush every message is
+// in the client, not yet handled by a slow handler; Wait returns once the
+// handler has handled them all.
+func TestHandledWaitsForTheHandlerToCatchUp(t *testing.T) {
+	srv := natstest.Start(t)
+	sender, receiver := srv.Conn(t), srv.Conn(t)
+	const msgs = 20
+	var handledN atomic.Int64
+	h := natsx.NewHandled()
+	sub, err := receiver.Subscribe("deltas", h.Handler(func(*nats.Msg) {
+		time.Sleep(5 * time.Millisecond)
+		handledN.Add(1)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := receiver.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for range msgs {
+		if err := sender.Publish("deltas", []byte("d")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sender.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := receiver.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n := handledN.Load(); n == msgs {
+		t.Fatalf("all %d handled right after the flush: the handler is not slow enough to show anything", n)
+	}
+	if err := h.Wait(sub); err != nil {
+		t.Fatal(err)
+	}
+	if n := handledN.Load(); n != msgs {
+		t.Fatalf("Wait returned with %d of %d handled", n, msgs)
+	}
+	_ = sub.Unsubscribe()
+	if err := h.Wait(sub); err == nil {
+		t.Fatal("Wait on a closed subscription: no error")
+	}
+}
