@@ -36,10 +36,11 @@ func (h *Handled) Handler(f nats.MsgHandler) nats.MsgHandler {
 	}
 }
 
-// Wait returns once sub's handler (made by [Handled.Handler] of h) has handled
-// every message sub had received when Wait was called, or sub reports an
-// error (it was closed). Every message the subscription takes from its
-// queue is counted once the handler returns, and each count wakes Wait.
+// Wait returns once sub's handler (made by h's [Handled.Handler]) has
+// handled every message sub had received when Wait was called, or sub
+// reports an error (it was closed). Every message the subscription takes
+// from its queue is counted once the handler returns, and each count
+// wakes Wait.
 func (h *Handled) Wait(sub *nats.Subscription) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -26,11 +26,11 @@ import (
 // the fork the parent is not read at all.
 //
 // Appended entries get provisional ids following the parent's last id as
-// the fork last saw it before it first wrote the tape: from its newest
-// read of the parent's index, else read then (1, 2, … after a reset) and lose their
-// non-text content parts ([StripMedia]). Commit ids and watermarks given to
-// Append are kept in the fork, not the parent. Forks nest: a Fork is
-// itself a [Store].
+// the fork last saw it before it first wrote the tape (from its newest
+// read of the parent's index, else read then; 1, 2, … after a reset) and
+// lose their non-text content parts ([StripMedia]). Commit ids and
+// watermarks given to Append are kept in the fork, not the parent. Forks
+// nest: a Fork is itself a [Store].
 type Fork struct {
 	parent Store
 	mu     sync.Mutex

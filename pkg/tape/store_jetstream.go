@@ -364,16 +364,14 @@ func (s *JetStreamStore) readCommitted(ctx context.Context, ix Index, start uint
 	if len(cached) > 0 {
 		from = last + 1
 	}
-	read := make([]Entry, 0, count-int64(len(cached)))
-	var seqs []uint64
-	var sizes []int
+	read := make([]cachedEntry, 0, count-int64(len(cached)))
 	next := firstID + int64(len(cached))
 	add := func(seq uint64, _ string, data []byte) error {
 		e, ok := decodeMessage(data)
 		if !ok || e.ID != next+int64(len(read)) {
 			return errRetry
 		}
-		read, seqs, sizes = append(read, e), append(seqs, seq), append(sizes, len(data))
+		read = append(read, cachedEntry{seq: seq, entry: e, size: len(data)})
 		return nil
 	}
 	subj, rest := s.names.Tape(ix.Tape), count-int64(len(cached))
@@ -391,9 +389,7 @@ func (s *JetStreamStore) readCommitted(ctx context.Context, ix Index, start uint
 	if int64(len(read)) != rest {
 		return nil, errRetry
 	}
-	entries := append(cached, cloneEntries(read)...)
-	s.cache.put(ix.Tape, last, seqs, read, sizes)
-	return entries, nil
+	return append(cached, s.cache.put(ix.Tape, last, read)...), nil
 }
 
 // scan calls fn for each message of subj with start <= sequence <= end, in

@@ -1,6 +1,7 @@
 package tape
 
 import (
+	"cmp"
 	"container/list"
 	"slices"
 	"sync"
@@ -29,13 +30,18 @@ type entryCache struct {
 	tapes map[string]*list.Element // by tape name
 }
 
-// cachedRun is one tape's run: seqs[i] is the stream sequence of
-// entries[i], decoded from sizes[i] bytes; ids are consecutive.
+// cachedEntry is an entry of a run: its stream sequence, the entry as
+// decoded and the bytes of its message.
+type cachedEntry struct {
+	seq   uint64
+	entry Entry
+	size  int
+}
+
+// cachedRun is one tape's run, ids consecutive, and its bytes.
 type cachedRun struct {
 	tape    string
-	seqs    []uint64
-	entries []Entry
-	sizes   []int
+	entries []cachedEntry
 	size    int
 }
 
@@ -53,53 +59,64 @@ func (c *entryCache) get(tape string, start uint64, firstID int64, count int64) 
 	if el == nil {
 		return nil, 0
 	}
-	r := el.Value.(*cachedRun)
-	k, ok := slices.BinarySearch(r.seqs, start)
-	if !ok || r.entries[k].ID != firstID {
+	run := el.Value.(*cachedRun).entries
+	k, ok := slices.BinarySearchFunc(run, start, func(e cachedEntry, seq uint64) int { return cmp.Compare(e.seq, seq) })
+	if !ok || run[k].entry.ID != firstID {
 		return nil, 0
 	}
 	c.lru.MoveToFront(el)
-	end := k + int(min(count, int64(len(r.seqs)-k)))
-	return cloneEntries(r.entries[k:end]), r.seqs[end-1]
+	run = run[k : k+int(min(count, int64(len(run)-k)))]
+	out := make([]Entry, len(run))
+	for i, e := range run {
+		out[i] = e.entry.Clone()
+	}
+	return out, run[len(run)-1].seq
 }
 
-// put records what a read of tape found: entries (ids consecutive) at
-// seqs, decoded from sizes bytes each. after is the sequence of the
-// cached entry the read went on from (0 for a read from the stream
-// alone): when the tape's run still ends there, it gains the entries;
-// otherwise they replace it. The oldest entries go first when the cache
-// is over its limit. The entries are the cache's from now on: callers
-// keep copies.
-func (c *entryCache) put(tape string, after uint64, seqs []uint64, entries []Entry, sizes []int) {
+// put records what a read of tape found: entries with consecutive ids.
+// after is the sequence of the cached entry the read went on from (0 for
+// a read from the stream alone): when the tape's run still ends there,
+// it gains the entries; otherwise they replace it. The oldest entries go
+// first when the cache is over its limit. put returns the entries for
+// the caller: copies when the cache keeps them, else the entries
+// themselves.
+func (c *entryCache) put(tape string, after uint64, entries []cachedEntry) []Entry {
+	out := make([]Entry, len(entries))
+	for i, e := range entries {
+		out[i] = e.entry
+	}
 	if len(entries) == 0 || c.limit == 0 {
-		return
+		return out
+	}
+	for i := range out {
+		out[i] = out[i].Clone()
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r := &cachedRun{tape: tape}
 	if el := c.tapes[tape]; el != nil {
-		if old := el.Value.(*cachedRun); after > 0 && old.seqs[len(old.seqs)-1] == after {
+		if old := el.Value.(*cachedRun); after > 0 && old.entries[len(old.entries)-1].seq == after {
 			r = old
 		}
 		c.remove(el)
 	}
-	r.seqs, r.entries, r.sizes = append(r.seqs, seqs...), append(r.entries, entries...), append(r.sizes, sizes...)
-	r.size = 0
-	for _, n := range r.sizes {
-		r.size += n
+	r.entries = append(r.entries, entries...)
+	for _, e := range entries {
+		r.size += e.size
 	}
 	drop := 0
-	for ; r.size > c.limit && drop < len(r.sizes)-1; drop++ {
-		r.size -= r.sizes[drop]
+	for ; r.size > c.limit && drop < len(r.entries)-1; drop++ {
+		r.size -= r.entries[drop].size
 	}
 	if drop > 0 {
-		r.seqs, r.entries, r.sizes = slices.Clone(r.seqs[drop:]), slices.Clone(r.entries[drop:]), slices.Clone(r.sizes[drop:])
+		r.entries = slices.Clone(r.entries[drop:])
 	}
 	c.tapes[tape] = c.lru.PushFront(r)
 	c.size += r.size
 	for c.size > c.limit && c.lru.Len() > 1 {
 		c.remove(c.lru.Back())
 	}
+	return out
 }
 
 func (c *entryCache) remove(el *list.Element) {

@@ -78,29 +78,26 @@ func TestJetStreamReadsOnlyWhatWasCommittedSinceItsLastRead(t *testing.T) {
 // of a run, then the least recently read tapes, to stay within its bytes.
 func TestEntryCacheStaysWithinItsLimit(t *testing.T) {
 	c := newEntryCache(100)
-	run := func(n int, seq0 uint64, id0 int64) ([]uint64, []Entry, []int) {
-		seqs, entries, sizes := make([]uint64, n), make([]Entry, n), make([]int, n)
+	run := func(n int, seq0 uint64, id0 int64) []cachedEntry {
+		entries := make([]cachedEntry, n)
 		for i := range n {
-			seqs[i], entries[i], sizes[i] = seq0+uint64(i), userMsg("x"), 10
-			entries[i].ID = id0 + int64(i)
+			entries[i] = cachedEntry{seq: seq0 + uint64(i), entry: userMsg("x"), size: 10}
+			entries[i].entry.ID = id0 + int64(i)
 		}
-		return seqs, entries, sizes
+		return entries
 	}
-	seqs, entries, sizes := run(15, 1, 1)
-	c.put("a", 0, seqs, entries, sizes)
+	c.put("a", 0, run(15, 1, 1))
 	if got, _ := c.get("a", 1, 1, 15); got != nil {
 		t.Fatalf("the oldest entries stayed: %d", len(got))
 	}
 	if got, last := c.get("a", 6, 6, 15); len(got) != 10 || last != 15 {
 		t.Fatalf("got %d entries up to %d, want the newest 10 up to 15", len(got), last)
 	}
-	seqs, entries, sizes = run(5, 16, 16)
-	c.put("a", 15, seqs, entries, sizes) // continues the run, which drops 5 more
+	c.put("a", 15, run(5, 16, 16)) // continues the run, which drops 5 more
 	if got, last := c.get("a", 11, 11, 100); len(got) != 10 || last != 20 || c.size != 100 {
 		t.Fatalf("got %d up to %d (size %d), want 10 up to 20 (100)", len(got), last, c.size)
 	}
-	seqs, entries, sizes = run(3, 100, 1)
-	c.put("b", 0, seqs, entries, sizes) // over the limit: a, read least recently, goes
+	c.put("b", 0, run(3, 100, 1)) // over the limit: a, read least recently, goes
 	if got, _ := c.get("a", 11, 11, 100); got != nil || c.size != 30 {
 		t.Fatalf("tape a stayed (size %d)", c.size)
 	}
