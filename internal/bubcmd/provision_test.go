@@ -30,7 +30,7 @@ func TestProvision(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("--json output does not decode: %v\n%s", err, out)
 	}
-	if !got.DryRun || len(got.Changes) != 14 || got.Changes[0].Name != "BUB_INBOUND" || got.Changes[13].Name != "gateway-telegram" {
+	if !got.DryRun || len(got.Changes) != 13 || got.Changes[0].Name != "BUB_INBOUND" || got.Changes[12].Name != "gateway-telegram" {
 		t.Errorf("dry run: %s", out)
 	}
 	for _, c := range got.Changes {
@@ -46,7 +46,7 @@ func TestProvision(t *testing.T) {
 		t.Fatalf("provision: %v\n%s", err, out)
 	}
 	out, err = runBub(t, nil, append([]string{"provision", "--dry-run"}, flags...)...)
-	if err != nil || strings.Contains(out, "would") || !strings.Contains(out, "unchanged bucket bub_tape_index\n") {
+	if err != nil || strings.Contains(out, "would") || !strings.Contains(out, "unchanged stream BUB_TAPES\n") {
 		t.Errorf("dry run after provisioning: %v\n%s", err, out)
 	}
 }

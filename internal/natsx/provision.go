@@ -89,10 +89,11 @@ func EnsureTopologyLogged(ctx context.Context, js jetstream.JetStream, n subject
 	return err
 }
 
-// Apply walks every stream (the tape stream included), bucket (the tape
-// index included) and shared durable consumer of the topology in mode.
-// Provision creates what is missing and updates what differs, logging one
-// line per created or updated resource, and retries transient JetStream
+// Apply walks every stream (the tape stream included), bucket and shared
+// durable consumer of the topology in mode. Provision creates what is
+// missing and updates what differs, logging one line per created or
+// updated resource, copies the tape indexes of an earlier version's
+// bucket to the tape stream (tape.MigrateIndexBucket, logged), and retries transient JetStream
 // errors (timeouts, no leader yet, a concurrent update) with backoff for
 // at most [EnsureBound]. Check and DryRun change nothing. It returns the
 // changes in order: streams, buckets, consumers.
@@ -120,6 +121,13 @@ func apply(ctx context.Context, js jetstream.JetStream, n subjects.Names, t Topo
 			return nil, err
 		}
 		changes = append(changes, c)
+	}
+	if mode == Provision {
+		if migrated, err := tape.MigrateIndexBucket(ctx, js, n); err != nil {
+			return nil, err
+		} else if migrated > 0 {
+			log.Info("natsx.tape_indexes_migrated", "indexes", migrated, "from", n.TapeIndexBucket(), "to", n.TapesStream())
+		}
 	}
 	for _, kc := range t.AllBuckets(n) {
 		c, err := applyBucket(ctx, js, kc, mode, log)
@@ -176,11 +184,11 @@ func (t Topology) AllStreams(n subjects.Names) []jetstream.StreamConfig {
 	return streams
 }
 
-// AllBuckets is [Topology.Buckets] and the tape index, with the
-// topology's replicas and placement.
+// AllBuckets is [Topology.Buckets] with the topology's replicas and
+// placement.
 func (t Topology) AllBuckets(n subjects.Names) []jetstream.KeyValueConfig {
 	t = t.withDefaults()
-	buckets := append(t.Buckets(n), tape.IndexBucketConfig(n))
+	buckets := t.Buckets(n)
 	for i := range buckets {
 		buckets[i].Replicas = t.Replicas
 		buckets[i].Placement = t.Placement
@@ -347,6 +355,12 @@ func streamDiff(want, have jetstream.StreamConfig, limits bool) []string {
 	d.add("storage", have.Storage.String(), want.Storage.String())
 	d.add("replicas", have.Replicas, want.Replicas)
 	d.add("allow_direct", have.AllowDirect, want.AllowDirect)
+	if want.AllowAtomicPublish {
+		d.add("allow_atomic", have.AllowAtomicPublish, want.AllowAtomicPublish)
+	}
+	if want.AllowRollup {
+		d.add("allow_rollup_hdrs", have.AllowRollup, want.AllowRollup)
+	}
 	if want.Duplicates != 0 {
 		d.add("duplicate_window", have.Duplicates, want.Duplicates)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/bubbus/bub/internal/natstest"
 	"github.com/bubbus/bub/pkg/subjects"
+	"github.com/bubbus/bub/pkg/tape"
 )
 
 func streamNames(t *testing.T, js jetstream.JetStream) []string {
@@ -40,15 +42,15 @@ func TestApplyCheckNamesTheFirstMissingStream(t *testing.T) {
 	if !errors.Is(err, ErrIncompatible) || !strings.Contains(err.Error(), "stream BUB_INBOUND is missing") {
 		t.Fatalf("check on an empty server: %v", err)
 	}
-	if !strings.Contains(err.Error(), "bucket bub_tape_index is missing") || !strings.Contains(err.Error(), "consumer workers on stream BUB_INBOUND is missing") {
+	if !strings.Contains(err.Error(), "stream BUB_TAPES is missing") || !strings.Contains(err.Error(), "bucket bub_delivered is missing") || !strings.Contains(err.Error(), "consumer workers on stream BUB_INBOUND is missing") {
 		t.Errorf("the error does not name every missing resource: %v", err)
 	}
 	changes, err := Apply(t.Context(), js, n, Topology{}, DryRun, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(changes) != 6+5+2 {
-		t.Errorf("dry run lists %d resources, want 6 streams, 5 buckets, 2 consumers: %v", len(changes), changes)
+	if len(changes) != 6+4+2 {
+		t.Errorf("dry run lists %d resources, want 6 streams, 4 buckets, 2 consumers: %v", len(changes), changes)
 	}
 	for _, c := range changes {
 		if c.Action != ActionCreate {
@@ -276,4 +278,62 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// TestApplyUpgradesAnEarlierTapesStream: a tapes stream of an earlier
+// version (no index subject, no atomic batches or rollups) and its KV
+// index bucket: Check names what differs, Provision updates the stream,
+// copies the index to it with one log line and deletes the bucket, and
+// the tape reads as before.
+func TestApplyUpgradesAnEarlierTapesStream(t *testing.T) {
+	_, js := natstest.Start(t).JetStream(t)
+	n := subjects.Default()
+	ctx := t.Context()
+	if err := EnsureTopology(ctx, js, n, Topology{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := js.DeleteStream(ctx, n.TapesStream()); err != nil {
+		t.Fatal(err)
+	}
+	old := tape.StreamConfig(n)
+	old.Subjects, old.AllowAtomicPublish, old.AllowRollup = []string{n.TapesAll(), n.TapeArchivesAll()}, false, false
+	if _, err := js.CreateStream(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: n.TapeIndexBucket()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack, err := js.Publish(ctx, n.Tape("s"), []byte(`{"id":1,"kind":"message","payload":{"content":"kept"},"meta":{},"date":"2026-01-02T03:04:05+00:00"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	index := fmt.Sprintf(`{"tape":"s","seq":%d,"first_seq":%d,"last_id":1,"entries":1,"anchors":0}`, ack.Sequence, ack.Sequence)
+	if _, err := kv.Put(ctx, subjects.Token("s"), []byte(index)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Apply(ctx, js, n, Topology{}, Check, nil)
+	if err == nil || !strings.Contains(err.Error(), "stream BUB_TAPES differs: subjects") || !strings.Contains(err.Error(), "allow_atomic false → true, allow_rollup_hdrs false → true") {
+		t.Fatalf("check of an earlier tapes stream: %v", err)
+	}
+	var logs bytes.Buffer
+	if _, err := Apply(ctx, js, n, Topology{}, Provision, slog.New(slog.NewTextHandler(&logs, nil))); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "msg=natsx.tape_indexes_migrated indexes=1 from=bub_tape_index to=BUB_TAPES") {
+		t.Errorf("logs:\n%s", logs.String())
+	}
+	if _, err := js.KeyValue(ctx, n.TapeIndexBucket()); !errors.Is(err, jetstream.ErrBucketNotFound) {
+		t.Errorf("the bucket after the upgrade: %v", err)
+	}
+	if _, err := Apply(ctx, js, n, Topology{}, Check, nil); err != nil {
+		t.Errorf("check after the upgrade: %v", err)
+	}
+	s, err := tape.NewJetStreamStore(ctx, js, n, tape.WithoutProvisioning())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Fetch(ctx, "s", tape.All()); err != nil || len(got) != 1 || got[0].Payload["content"] != "kept" {
+		t.Fatalf("the tape after the upgrade: %v, %v", got, err)
+	}
 }

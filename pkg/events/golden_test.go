@@ -174,33 +174,39 @@ func TestGoldenExamples(t *testing.T) {
 			checkExample(t, schemas, name, typ, want)
 		})
 	}
-	t.Run(events.SubjectName(events.TypeTapeEntry), func(t *testing.T) {
-		raw := real[events.TypeTapeEntry]
-		if raw == nil {
-			t.Fatal("the captured turns stored no tape entry")
-		}
-		checkTapeEntry(t, raw)
-		want := exampleJSON(t, normalise(t, raw, 0))
-		path := filepath.Join(docsDir, events.SubjectName(events.TypeTapeEntry)+".example.json")
-		if updateGolden() {
-			if err := os.WriteFile(path, want, 0o644); err != nil {
-				t.Fatal(err)
+	for _, c := range []struct {
+		typ   string
+		check func(t *testing.T, raw []byte)
+	}{{events.TypeTapeEntry, checkTapeEntry}, {events.TypeTapeIndex, checkTapeIndex}} {
+		name := events.SubjectName(c.typ)
+		t.Run(name, func(t *testing.T) {
+			raw := real[c.typ]
+			if raw == nil {
+				t.Fatalf("the captured turns stored no %s", c.typ)
 			}
-		}
-		if got := readFile(t, path); !bytes.Equal(got, want) {
-			t.Fatalf("%s is stale; run go test ./pkg/events -run TestGoldenExamples -update (or BUB_UPDATE_GOLDEN=1)\ngot:\n%s\nwant:\n%s", path, got, want)
-		}
-		for _, err := range schemas.validate("cloudevent.schema.json", want) {
-			t.Errorf("CloudEvent attributes: %v", err)
-		}
-		e, err := events.Decode(map[string][]string{"Content-Type": {events.ContentTypeStructured}}, want)
-		if err != nil {
-			t.Fatalf("Decode: %v", err)
-		}
-		for _, err := range schemas.validate("tape.entry.schema.json", e.Data()) {
-			t.Errorf("entry: %v", err)
-		}
-	})
+			c.check(t, raw)
+			want := exampleJSON(t, normalise(t, raw, 0))
+			path := filepath.Join(docsDir, name+".example.json")
+			if updateGolden() {
+				if err := os.WriteFile(path, want, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := readFile(t, path); !bytes.Equal(got, want) {
+				t.Fatalf("%s is stale; run go test ./pkg/events -run TestGoldenExamples -update (or BUB_UPDATE_GOLDEN=1)\ngot:\n%s\nwant:\n%s", path, got, want)
+			}
+			for _, err := range schemas.validate("cloudevent.schema.json", want) {
+				t.Errorf("CloudEvent attributes: %v", err)
+			}
+			e, err := events.Decode(map[string][]string{"Content-Type": {events.ContentTypeStructured}}, want)
+			if err != nil {
+				t.Fatalf("Decode: %v", err)
+			}
+			for _, err := range schemas.validate(name+".schema.json", e.Data()) {
+				t.Errorf("data: %v", err)
+			}
+		})
+	}
 }
 
 // checkTapeEntry checks a stored tape entry message: a CloudEvent of the
@@ -393,4 +399,25 @@ func canonical(t *testing.T, b []byte) []byte {
 		t.Fatal(err)
 	}
 	return append(out, '\n')
+}
+
+// checkTapeIndex checks a stored tape index message: a CloudEvent of the
+// golden session, outside any run, whose data is an index of that tape
+// committing at least one entry.
+func checkTapeIndex(t *testing.T, raw []byte) {
+	t.Helper()
+	e, err := events.Decode(map[string][]string{"Content-Type": {events.ContentTypeStructured}}, raw)
+	if err != nil {
+		t.Fatalf("Decode: %v", err)
+	}
+	if e.Type() != events.TypeTapeIndex || e.Type() != tape.IndexEventType || events.SessionID(e) != sampleMeta.SessionID || events.Seq(e) != 0 || events.RunID(e) != "" {
+		t.Fatalf("attributes: type %s session %q seq %d run %q", e.Type(), events.SessionID(e), events.Seq(e), events.RunID(e))
+	}
+	var ix struct {
+		tape.Index
+		Batch int `json:"batch"`
+	}
+	if err := json.Unmarshal(e.Data(), &ix); err != nil || ix.Tape != sampleMeta.SessionID || ix.Batch < 1 || ix.LastID < int64(ix.Batch) {
+		t.Fatalf("data %s: %v", e.Data(), err)
+	}
 }

@@ -37,12 +37,17 @@ const (
 	TypeTapeStale         = "dev.bub.tape.stale.v1"
 	TypeDeadLetter        = "dev.bub.dead_letter.v1"
 
-	// TypeTapeEntry is the type of every message of the tapes stream
-	// (bub.tape.<session-token>): a stored tape entry, whose data is the
+	// TypeTapeEntry is the type of every message of a tape's subject in
+	// the tapes stream (bub.tape.<session-token>): a stored tape entry, whose data is the
 	// entry (tape.Entry). Package tape writes and reads it
 	// (tape.EntryEventType); it is not a lifecycle event, so it is not
 	// among [Types] and has no Go payload of this package.
 	TypeTapeEntry = "dev.bub.tape.entry.v1"
+	// TypeTapeIndex is the type of the messages of a tape's index subject
+	// (bub.tape-index.<session-token>) in the tapes stream, whose data is
+	// the tape's index (tape.IndexEventType); like [TypeTapeEntry], not a
+	// lifecycle event.
+	TypeTapeIndex = "dev.bub.tape.index.v1"
 )
 
 const typePrefix = "dev.bub."

@@ -83,6 +83,14 @@ func (n Names) TapeArchive(session string) string {
 // TapeArchivesAll matches every tape archive subject.
 func (n Names) TapeArchivesAll() string { return n.subj("tape-archive", ">") }
 
+// TapeIndex is the subject of a session's tape index in the tapes
+// stream: its last message is the tape's committed index, written in the
+// same atomic batch as the entries it commits: bub.tape-index.<session>.
+func (n Names) TapeIndex(session string) string { return n.subj("tape-index", Token(session)) }
+
+// TapeIndexesAll matches every tape index subject.
+func (n Names) TapeIndexesAll() string { return n.subj("tape-index", "*") }
+
 // Outbound is the subject of outbound envelopes of a channel and session:
 // bub.outbound.<channel>.<session>.
 func (n Names) Outbound(channel, session string) string {
@@ -229,8 +237,9 @@ func (n Names) DeliveredKey(channel, id string) string { return Token(channel) +
 // approval id (internal/approvals).
 func (n Names) ApprovalsBucket() string { return n.under + "_approvals" }
 
-// TapeIndexBucket holds the per-tape index (committed sequence, last
-// anchor) that makes context reads O(entries since the last anchor).
+// TapeIndexBucket is the KV bucket in which earlier versions kept the
+// tape indexes (now on [Names.TapeIndex]); a store that provisions the
+// tapes stream copies what it holds once (package tape).
 func (n Names) TapeIndexBucket() string { return n.under + "_tape_index" }
 
 // Header names used on Bub messages (nats.Header is case-sensitive).

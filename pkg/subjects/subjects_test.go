@@ -70,6 +70,8 @@ func TestGoldenNames(t *testing.T) {
 		{n.StateBucket(), "bub_state"},
 		{n.TurnsBucket(), "bub_turns"},
 		{n.TapeIndexBucket(), "bub_tape_index"},
+		{n.TapeIndex("cli:local"), "bub.tape-index.cli_3alocal"},
+		{n.TapeIndexesAll(), "bub.tape-index.*"},
 		{acme.Inbound("http"), "acme-prod.inbound.http"},
 		{acme.EventsStream(), "ACME_PROD_EVENTS"},
 		{acme.TurnsBucket(), "acme_prod_turns"},

@@ -19,7 +19,9 @@
 //     package decides each append with [PlanAppend] (and [Index.Advance]
 //     for entries it did not write), as MemoryStore does; see
 //     examples/plugins/jsonltape for a JSONL directory store.
-//   - [Index], kept per tape beside the entries: committed range, anchors,
+//   - [Index], kept per tape beside the entries (for [JetStreamStore], a
+//     message of the same stream written in the same atomic batch as the
+//     entries it commits, see [IndexEventType]): committed range, anchors,
 //     commit ids and watermarks. [Indexer.WaitWatermark] gives
 //     read-your-writes: the recorder appends with [WithWatermark] and a
 //     worker waits, with a deadline, until the watermark covers the events

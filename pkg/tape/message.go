@@ -84,9 +84,10 @@ type eventHead struct {
 	DataContentType string `json:"datacontenttype"`
 }
 
-// ok reports whether h is the head of an entry event.
-func (h *eventHead) ok() bool {
-	return h.SpecVersion == specVersion && h.Type == EntryEventType &&
+// is reports whether h is the head of an event of type typ whose data is
+// JSON.
+func (h *eventHead) is(typ string) bool {
+	return h.SpecVersion == specVersion && h.Type == typ &&
 		(h.DataContentType == "" || h.DataContentType == dataContentType)
 }
 
@@ -129,7 +130,7 @@ func decodeMessage(body []byte) (e Entry, ok bool) {
 	if w.SpecVersion == "" {
 		return w.wireEntry.entry() // a legacy bare entry
 	}
-	if !w.eventHead.ok() {
+	if !w.is(EntryEventType) {
 		return Entry{}, false
 	}
 	return w.Data.entry() // no data or not an entry: no payload object

@@ -3,6 +3,7 @@ package tape
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strconv"
 	"strings"
@@ -12,6 +13,8 @@ import (
 	ce "github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/bubbus/bub/pkg/subjects"
 )
 
 // validEvent decodes body as a structured-mode CloudEvent with the SDK and
@@ -97,40 +100,75 @@ func TestJetStreamStoresEntriesAsCloudEvents(t *testing.T) {
 	for i, e := range stored {
 		check(ix.FirstSeq+uint64(i), e, false)
 	}
-	check(ix.Seq+1, stored[0], true)
+	check(ix.Revision+1, stored[0], true)
+	// The index that committed them is the event after them.
+	m, err := s.stream.GetMsg(t.Context(), ix.Revision)
+	if err != nil || ix.Revision != ix.Seq+1 {
+		t.Fatalf("index message at %d (last entry at %d): %v", ix.Revision, ix.Seq, err)
+	}
+	if ev := validEvent(t, m.Data); ev.Type() != IndexEventType || ev.Subject() != session || ev.ID() != m.Header.Get(jetstream.MsgIDHeader) || m.Subject != f.names.TapeIndex(session) {
+		t.Errorf("index message on %s: %s", m.Subject, m.Data)
+	}
 	got, err := s.ReadArchive(t.Context(), loc)
 	if err != nil || len(got) != 1 || !reflect.DeepEqual(got[0], stored[0]) {
 		t.Fatalf("archive %v, %v; want %v", got, err, stored[:1])
 	}
 }
 
-// TestJetStreamReadsLegacyEntries: a tape written before entries became
-// events holds bare JSON lines; reads, appends after them, orphan repair
-// and archives keep working, and new entries are events.
-func TestJetStreamReadsLegacyEntries(t *testing.T) {
+// TestJetStreamReadsLegacyTapes: a tape written by an earlier version
+// holds bare JSON lines, and its index is in the KV bucket. A store that
+// provisions copies the index to the stream and deletes the bucket;
+// reads, appends after the legacy entries and archives keep working, and
+// new entries are events.
+func TestJetStreamReadsLegacyTapes(t *testing.T) {
 	f := newFixture(t)
-	s := f.store(t)
+	_, js := f.srv.JetStream(t)
 	ctx := t.Context()
 	const tape = "old"
+	old := StreamConfig(f.names)
+	old.Subjects, old.AllowAtomicPublish, old.AllowRollup = []string{f.names.TapesAll(), f.names.TapeArchivesAll()}, false, false
+	if _, err := js.CreateStream(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: f.names.TapeIndexBucket(), History: 1, Storage: jetstream.FileStorage})
+	if err != nil {
+		t.Fatal(err)
+	}
 	legacy, err := numberEntries([]Entry{userMsg("a"), Anchor("handoff", nil), userMsg("b")}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var seqs []uint64
 	for _, e := range legacy {
-		ack, err := s.js.Publish(ctx, f.names.Tape(tape), appendEntry(nil, e))
+		ack, err := js.Publish(ctx, f.names.Tape(tape), appendEntry(nil, e))
 		if err != nil {
 			t.Fatal(err)
 		}
 		seqs = append(seqs, ack.Sequence)
 	}
-	if err := s.putIndex(ctx, Index{Tape: tape}.next(legacy, seqs, appendOptions{}), 0); err != nil {
+	index, err := json.Marshal(Index{Tape: tape}.next(legacy, seqs, appendOptions{commitID: "run-1"}))
+	if err != nil {
 		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, subjects.Token(tape), index); err != nil {
+		t.Fatal(err)
+	}
+
+	s := f.store(t)
+	if _, err := js.KeyValue(ctx, f.names.TapeIndexBucket()); !errors.Is(err, jetstream.ErrBucketNotFound) {
+		t.Fatalf("the bucket after the migration: %v", err)
+	}
+	if n, err := MigrateIndexBucket(ctx, js, f.names); n != 0 || err != nil {
+		t.Fatalf("migrating again: %d, %v", n, err)
 	}
 	wantContents(t, s, tape, "1:a", "2:<nil>", "3:b")
 	after, err := s.Fetch(ctx, tape, All().LastAnchor())
 	if err != nil || len(after) != 1 || !reflect.DeepEqual(after[0], legacy[2]) {
 		t.Fatalf("after the last anchor: %v, %v; want %v", after, err, legacy[2:])
+	}
+	// The migrated index remembers its commits.
+	if again, err := s.Append(ctx, tape, []Entry{userMsg("x")}, WithCommitID("run-1")); err != nil || len(again) != 3 {
+		t.Fatalf("a commit of before the migration again: %v, %v", again, err)
 	}
 	if _, err := s.Append(ctx, tape, []Entry{userMsg("c")}); err != nil {
 		t.Fatal(err)
@@ -142,25 +180,7 @@ func TestJetStreamReadsLegacyEntries(t *testing.T) {
 	}
 	validEvent(t, last.Data)
 
-	// An orphan in the legacy form, of this very commit, is adopted.
-	w := s.newWriter(tape, []Entry{userMsg("d")}, appendOptions{commitID: "run-9"})
-	ix, err := s.Index(ctx, tape)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.rev = ix.Revision
-	orphan := legacy[0]
-	orphan.ID, orphan.Payload = 5, map[string]any{"role": "user", "content": "d"}
-	if _, err := s.js.Publish(ctx, f.names.Tape(tape), appendEntry(nil, orphan), jetstream.WithMsgID(w.msgID(5))); err != nil {
-		t.Fatal(err)
-	}
-	stored, err := s.Append(ctx, tape, []Entry{userMsg("d")}, WithCommitID("run-9"))
-	if err != nil || len(stored) != 1 || stored[0].Date != orphan.Date {
-		t.Fatalf("append over a legacy orphan: %v, %v; want it adopted", stored, err)
-	}
-	wantContents(t, s, tape, "1:a", "2:<nil>", "3:b", "4:c", "5:d")
-
-	ack, err := s.js.Publish(ctx, f.names.TapeArchive(tape), appendEntry(nil, legacy[0]))
+	ack, err := js.Publish(ctx, f.names.TapeArchive(tape), appendEntry(nil, legacy[0]))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,14 +1,15 @@
 package tape
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
+	mathrand "math/rand/v2"
 	"net/url"
 	"slices"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/synadia-io/orbit.go/jetstreamext"
 
 	"github.com/bubbus/bub/pkg/jsretry"
 	"github.com/bubbus/bub/pkg/subjects"
@@ -31,33 +33,24 @@ import (
 // names.Tape(tape) of the stream names.TapesStream(), one message per entry
 // (a CloudEvent of type [EntryEventType] whose data is the entry's JSON
 // line, see [WriteJSONL]; reads also accept the bare JSON line that
-// earlier versions stored), and a per-tape
-// [Index] lives in the KV bucket names.TapeIndexBucket() under the key
-// subjects.Token(tape).
+// earlier versions stored), and its [Index] is the last message of the
+// subject names.TapeIndex(tape) in the same stream (a CloudEvent of type
+// [IndexEventType]).
 //
-// Writes. Append publishes a batch as a chain in which every message names
-// its predecessor with Nats-Expected-Last-Subject-Sequence, so no other
-// writer can slip an entry into a batch or between batches. The first
-// message bets that the subject ends with the committed entries; the rest
-// are pipelined, each also expecting the stream's last sequence to be its
-// predecessor's (exact while no other tape is written), and fall back to
-// one-by-one publishing when another tape's message gets in between. Every
-// message carries Nats-Msg-Id "<tape token>:<entry id>:<commit key>:<index
-// revision>", which is also its event id. After the last message is stored the index is
-// updated with a compare-and-set on its KV revision, and only that makes
-// the batch visible: readers read the range the index calls committed and
-// never beyond it.
-//
-// Repair. Messages beyond the committed range are orphans of a writer that
-// crashed, or is still at work, between publishing and committing. The
-// next Append adopts orphans that are a prefix of its own commit id
-// ([WithCommitID]) written from the current index revision, and publishes
-// only the rest. Other orphans were never visible: the writer waits for
-// their writer to commit (until the index changes, at most the grace of
-// [WithOrphanGrace]), then fences the index (a compare-and-set that makes
-// that writer's commit fail) and deletes them. A store serializes appends
-// per tape within its process; writers in other processes stay correct
-// through the checks above, so the grace only decides liveness.
+// Writes. Append publishes a batch as one JetStream atomic batch (ADR-50,
+// nats-server 2.12 and later): the entries, then the index that commits
+// them, which expects its subject's last message to be the index the
+// append started from (Nats-Expected-Last-Subject-Sequence) and rolls the
+// older indexes up. The stream stores all of it or nothing, so no other
+// writer can slip an entry into a batch or between batches, and a writer
+// that dies half-way leaves nothing behind (the server drops an incomplete
+// batch). Every message carries Nats-Msg-Id "<tape token>:<entry id or
+// index>:<commit key>:<index revision>", which is also its event id: a
+// batch sent again after its acknowledgement was lost is answered as a
+// duplicate, and the writer knows it was stored. The positions of a
+// batch's entries are known only once it is stored, so its index message
+// names them 0, and a reader derives them from the index message's own
+// stream sequence (the batch's messages are stored consecutively).
 //
 // Reads cost O(entries read), not O(tape). A LastAnchor query starts at
 // the last anchor's stream sequence taken from the index; AfterAnchor and
@@ -71,9 +64,9 @@ import (
 // short-lived ephemeral consumer filtered on the tape subject, started at
 // that sequence and deleted afterwards. A stream without direct gets is
 // read from the leader only: up to a few messages with one message get
-// each, more through such a consumer. KV reads of the index may be stale too, so the store retries an
-// index older than one it has already seen. Uncommitted messages (orphans,
-// archives) are always read from the leader.
+// each, more through such a consumer. Index reads (direct gets too) may be
+// stale, so the store retries an index older than one it has already
+// seen. Archives are read from the leader.
 type JetStreamStore struct {
 	js     jetstream.JetStream
 	names  subjects.Names
@@ -82,11 +75,9 @@ type JetStreamStore struct {
 	// directSubject takes the batched direct gets of committed entries,
 	// empty when the stream does not allow direct gets.
 	directSubject string
-	kv            jetstream.KeyValue
-	grace         time.Duration // see WithOrphanGrace
 	// seen holds the newest index revision this store has observed per
-	// tape, so that an index read served stale by a lagging replica (KV
-	// gets may be answered by any replica) is detected and retried.
+	// tape, so that an index read served stale by a lagging replica is
+	// detected and retried.
 	seenMu sync.Mutex
 	seen   map[string]uint64
 	// cache holds the committed entries read last of recently read tapes.
@@ -94,10 +85,6 @@ type JetStreamStore struct {
 	// locks serializes writers of one tape within this process, striped by
 	// tape name so the set stays bounded.
 	locks [64]sync.Mutex
-	// sendMu orders the sends of pipelined appends of all tapes of this
-	// store (see writer.publish): their predicted stream sequences hold
-	// only while nothing else is published to the stream in between.
-	sendMu sync.Mutex
 }
 
 var (
@@ -111,33 +98,17 @@ type JetStreamOption func(*jsOptions) error
 type jsOptions struct {
 	replicas   int
 	provision  bool
-	grace      time.Duration
 	cacheBytes int
 }
 
-// WithReplicas sets the replica count of the tapes stream and the index
-// bucket when the store creates or updates them (default 1).
+// WithReplicas sets the replica count of the tapes stream when the store
+// creates or updates it (default 1).
 func WithReplicas(n int) JetStreamOption {
 	return func(o *jsOptions) error {
 		if n < 1 || n > 5 {
 			return fmt.Errorf("tape: replicas must be 1-5, got %d", n)
 		}
 		o.replicas = n
-		return nil
-	}
-}
-
-// WithOrphanGrace sets how long an append waits for another writer's
-// uncommitted entries to be committed before it treats that writer as dead
-// and deletes them (default 2s). The wait ends early when the index
-// changes. Safety never depends on it: a writer that is merely slow is
-// fenced and its commit fails.
-func WithOrphanGrace(d time.Duration) JetStreamOption {
-	return func(o *jsOptions) error {
-		if d < 0 {
-			return fmt.Errorf("tape: negative orphan grace %v", d)
-		}
-		o.grace = d
 		return nil
 	}
 }
@@ -158,9 +129,9 @@ func WithEntryCache(bytes int) JetStreamOption {
 	}
 }
 
-// WithoutProvisioning makes the store bind to an existing stream and bucket
-// instead of creating or updating them (for clients without the permission
-// to manage streams).
+// WithoutProvisioning makes the store bind to an existing stream instead
+// of creating or updating it (for clients without the permission to manage
+// streams).
 func WithoutProvisioning() JetStreamOption {
 	return func(o *jsOptions) error {
 		o.provision = false
@@ -170,39 +141,31 @@ func WithoutProvisioning() JetStreamOption {
 
 // NewJetStreamStore returns a store on js. Unless [WithoutProvisioning] is
 // given it creates or updates, idempotently, the file-backed stream
-// names.TapesStream() (subjects names.TapesAll() and names.TapeArchivesAll())
-// and the KV bucket names.TapeIndexBucket(). The entries it writes name
-// their writer with the source /bub/tape/<name of js's connection>
+// names.TapesStream() (see [StreamConfig]) and copies the indexes that
+// earlier versions kept in the KV bucket names.TapeIndexBucket(), if it
+// exists, to the stream (see [MigrateIndexBucket]). The entries it writes
+// name their writer with the source /bub/tape/<name of js's connection>
 // (/bub/tape/unnamed when the connection has no name).
 func NewJetStreamStore(ctx context.Context, js jetstream.JetStream, names subjects.Names, opts ...JetStreamOption) (*JetStreamStore, error) {
-	o := jsOptions{replicas: 1, provision: true, grace: 2 * time.Second, cacheBytes: entryCacheBytes}
+	o := jsOptions{replicas: 1, provision: true, cacheBytes: entryCacheBytes}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
 		}
 	}
-	s := &JetStreamStore{js: js, names: names, source: storeSource(js), grace: o.grace, seen: map[string]uint64{}, cache: newEntryCache(o.cacheBytes)}
+	s := &JetStreamStore{js: js, names: names, source: storeSource(js), seen: map[string]uint64{}, cache: newEntryCache(o.cacheBytes)}
 	var err error
 	if o.provision {
 		sc := StreamConfig(names)
 		sc.Replicas = o.replicas
-		s.stream, err = js.CreateOrUpdateStream(ctx, sc)
-		if err != nil {
+		if s.stream, err = js.CreateOrUpdateStream(ctx, sc); err != nil {
 			return nil, fmt.Errorf("creating stream %s: %w", names.TapesStream(), err)
 		}
-		kc := IndexBucketConfig(names)
-		kc.Replicas = o.replicas
-		s.kv, err = js.CreateOrUpdateKeyValue(ctx, kc)
-		if err != nil {
-			return nil, fmt.Errorf("creating bucket %s: %w", names.TapeIndexBucket(), err)
+		if _, err := MigrateIndexBucket(ctx, js, names); err != nil {
+			return nil, err
 		}
-	} else {
-		if s.stream, err = js.Stream(ctx, names.TapesStream()); err != nil {
-			return nil, fmt.Errorf("binding stream %s: %w", names.TapesStream(), err)
-		}
-		if s.kv, err = js.KeyValue(ctx, names.TapeIndexBucket()); err != nil {
-			return nil, fmt.Errorf("binding bucket %s: %w", names.TapeIndexBucket(), err)
-		}
+	} else if s.stream, err = js.Stream(ctx, names.TapesStream()); err != nil {
+		return nil, fmt.Errorf("binding stream %s: %w", names.TapesStream(), err)
 	}
 	if s.stream.CachedInfo().Config.AllowDirect {
 		s.directSubject = names.DirectGet(js.Options().Domain, names.TapesStream())
@@ -216,8 +179,8 @@ func NewJetStreamStore(ctx context.Context, js jetstream.JetStream, names subjec
 func StreamConfig(names subjects.Names) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:        names.TapesStream(),
-		Description: "Bub tapes: one subject per session, one message per entry",
-		Subjects:    []string{names.TapesAll(), names.TapeArchivesAll()},
+		Description: "Bub tapes: one subject per session, one message per entry; the last message of a tape's index subject commits its entries",
+		Subjects:    []string{names.TapesAll(), names.TapeIndexesAll(), names.TapeArchivesAll()},
 		Retention:   jetstream.LimitsPolicy,
 		Storage:     jetstream.FileStorage,
 		Replicas:    1,
@@ -225,18 +188,10 @@ func StreamConfig(names subjects.Names) jetstream.StreamConfig {
 		// that serves them stale answers fewer than the index commits, and
 		// the store reads the rest from the leader.
 		AllowDirect: true,
-	}
-}
-
-// IndexBucketConfig is the configuration of the tape index bucket of
-// names (one replica), see [StreamConfig].
-func IndexBucketConfig(names subjects.Names) jetstream.KeyValueConfig {
-	return jetstream.KeyValueConfig{
-		Bucket:      names.TapeIndexBucket(),
-		Description: "Bub tape index: committed range, anchors, commits, watermarks",
-		History:     1,
-		Storage:     jetstream.FileStorage,
-		Replicas:    1,
+		// An append is one atomic batch: its entries and the index that
+		// commits them, which rolls up the older indexes of its subject.
+		AllowAtomicPublish: true,
+		AllowRollup:        true,
 	}
 }
 
@@ -253,36 +208,33 @@ func storeSource(js jetstream.JetStream) string {
 // message, shared by all of them (never modified).
 var structuredContentType = []string{"application/cloudevents+json"}
 
-// messageHeader returns the headers of an entry message before the publish
-// options add the Nats-Msg-Id: the content type of structured mode, as on
-// every Bub event.
-func messageHeader() nats.Header {
+// messageHeader returns the headers of a message of the tapes stream
+// whose event id is id: the content type of structured mode, as on every
+// Bub event, and the id as its Nats-Msg-Id.
+func messageHeader(id string) nats.Header {
 	h := make(nats.Header, 4)
 	h["Content-Type"] = structuredContentType
+	h[subjects.HeaderMsgID] = []string{id}
 	return h
 }
 
 // Tuning.
 const (
-	maxAppendAttempts = 8
+	maxAppendAttempts = 16
 	maxReadAttempts   = 4
-	publishWindow     = 512  // async publishes in flight per window
+	publishWindow     = 512  // archive publishes in flight per window
 	fetchChunk        = 1024 // messages per pull request
 	smallReadMax      = 8    // reads of at most this many messages use message gets
-	// asyncAckTimeout bounds the wait for a window of pipelined
-	// publishes' acknowledgements: nats.go's asynchronous publishes have
-	// no deadline of their own, and those sent to a stream leader that is
-	// lost are never answered (an append waited forever on them).
+	// asyncAckTimeout bounds the wait for a window of archive publishes'
+	// acknowledgements: nats.go's asynchronous publishes have no deadline
+	// of their own, and those sent to a stream leader that is lost are
+	// never answered.
 	asyncAckTimeout = 5 * time.Second
 )
 
-// errRetry makes Append or Fetch start over from a fresh index; errWait
-// does the same after waiting for another writer, without counting as a
-// failed attempt.
+// errRetry makes Append or Fetch start over from a fresh index.
 var (
 	errRetry = errors.New("tape: retry")
-	errWait  = errors.New("tape: waited for another writer")
-	errTail  = errors.New("tape: unexpected last entry")
 	// errAckLost: a publish was not acknowledged within asyncAckTimeout.
 	errAckLost = errors.New("tape: publish not acknowledged in time")
 )
@@ -524,13 +476,17 @@ func (s *JetStreamStore) Append(ctx context.Context, tape string, entries []Entr
 	mu := s.lock(tape)
 	mu.Lock()
 	defer mu.Unlock()
-	for attempts := 0; attempts < maxAppendAttempts; {
+	for attempt := range maxAppendAttempts {
 		stored, err := w.attempt(ctx)
-		if errors.Is(err, errWait) {
-			continue
-		}
 		if errors.Is(err, errRetry) {
-			attempts++
+			// Another writer committed first: let it get ahead, more
+			// so each time, so that writers of one tape do not keep
+			// taking each other's turn.
+			select {
+			case <-time.After(mathrand.N(time.Millisecond << min(attempt, 8))):
+			case <-ctx.Done():
+				return nil, fmt.Errorf("appending to tape %q: %w", tape, ctx.Err())
+			}
 			continue
 		}
 		if err != nil {
@@ -545,45 +501,40 @@ func (s *JetStreamStore) Append(ctx context.Context, tape string, entries []Entr
 type writer struct {
 	s         *JetStreamStore
 	tape      string
-	subj      string
 	entries   []Entry
 	o         appendOptions
 	commitKey string
-	rev       uint64 // index revision the current attempt started from
-	// The newest foreign orphan seen and when it was first seen.
-	orphanTail   uint64
-	orphanSeenAt time.Time
 }
 
 func (s *JetStreamStore) newWriter(tape string, entries []Entry, o appendOptions) *writer {
-	w := &writer{s: s, tape: tape, subj: s.names.Tape(tape), entries: entries, o: o}
+	w := &writer{s: s, tape: tape, entries: entries, o: o}
 	if o.commitID != "" {
 		sum := sha256.Sum256([]byte(o.commitID))
 		w.commitKey = hex.EncodeToString(sum[:16])
 	} else {
-		w.commitKey = "~" + rand.Text() // anonymous: never adopted by another call
+		w.commitKey = "~" + rand.Text() // anonymous: never taken for another call's
 	}
 	return w
 }
 
-// msgID names entry id of this commit written from index revision w.rev:
-// "<tape token>:<entry id>:<commit key>:<rev>", the message's Nats-Msg-Id
-// and event id. The entry id alone repeats after a reset; the commit key
-// tells the writers of one revision apart, and the revision makes ids
-// fresh after a fence, so entries published again after their orphans were
-// deleted are not mistaken for duplicates of them.
-func (w *writer) msgID(id int64) string {
-	return subjects.Token(w.tape) + ":" + strconv.FormatInt(id, 10) + ":" + w.commitKey + ":" + strconv.FormatUint(w.rev, 10)
+// msgID names the message of entry id (or, for "index", the index
+// message) of this commit written after index revision rev: "<tape
+// token>:<entry id>:<commit key>:<rev>", the message's Nats-Msg-Id and
+// event id. The entry id alone repeats after a reset; the commit key tells
+// the writers of one revision apart, and the revision makes the ids of the
+// next commit of the same key fresh.
+func (w *writer) msgID(id string, rev uint64) string {
+	return subjects.Token(w.tape) + ":" + id + ":" + w.commitKey + ":" + strconv.FormatUint(rev, 10)
 }
 
-// attempt runs one optimistic append; errRetry means start over.
+// attempt runs one optimistic append from the newest index it can read;
+// errRetry means start over.
 func (w *writer) attempt(ctx context.Context) ([]Entry, error) {
 	s := w.s
 	ix, err := w.index(ctx)
 	if err != nil {
 		return nil, err
 	}
-	w.rev = ix.Revision
 	if w.o.commitID != "" {
 		if c, ok := ix.Commit(w.o.commitID); ok {
 			return s.readCommitted(ctx, Index{Tape: w.tape, Seq: c.LastSeq}, c.FirstSeq, c.FirstID, int64(c.Count))
@@ -597,14 +548,19 @@ func (w *writer) attempt(ctx context.Context) ([]Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	seqs, err := w.write(ctx, ix, stored)
-	if err != nil {
-		return nil, err
+	if len(stored) > MaxJetStreamAppend {
+		return nil, fmt.Errorf("%d entries in one append, at most %d: %w", len(stored), MaxJetStreamAppend, ErrTooLarge)
 	}
-	nx := ix.next(stored, seqs, w.o)
-	if err := s.putIndex(ctx, nx, ix.Revision); err != nil {
-		return nil, err
+	// The positions of stored are not known before the batch is: the
+	// index names them 0 and resolve derives them from its own.
+	nx := ix.next(stored, make([]uint64, len(stored)), w.o)
+	seq, err := w.commit(ctx, ix.Revision, stored, nx)
+	if err != nil || seq == 0 {
+		return stored, err // seq 0: stored by an attempt whose answer was lost
 	}
+	nx.Revision = seq
+	nx.resolve(seq, len(stored))
+	s.observe(nx)
 	// Drop what a reset left behind. Best effort: the entries are already
 	// committed, and leftovers below FirstSeq are never read.
 	if (w.o.reset || ix.Entries == 0) && ix.Seq > 0 {
@@ -612,7 +568,7 @@ func (w *writer) attempt(ctx context.Context) ([]Entry, error) {
 		if nx.Entries > 0 {
 			below = nx.FirstSeq
 		}
-		_ = s.stream.Purge(ctx, jetstream.WithPurgeSubject(w.subj), jetstream.WithPurgeSequence(below))
+		_ = s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.names.Tape(w.tape)), jetstream.WithPurgeSequence(below))
 	}
 	return stored, nil
 }
@@ -627,236 +583,87 @@ func (w *writer) index(ctx context.Context) (Index, error) {
 	return w.s.Index(ctx, w.tape)
 }
 
-// write publishes stored after the committed entries of ix and returns
-// their stream sequences. It first bets that the subject ends with the
-// committed entries (or is empty after a reset); when the first message
-// finds another tail it looks at the subject's real last message and
-// repairs orphans before trying again.
-func (w *writer) write(ctx context.Context, ix Index, stored []Entry) ([]uint64, error) {
-	if len(stored) == 0 {
-		return nil, nil
+// commit publishes stored and then nx, the index after them, as one
+// atomic batch whose index message expects the tape's index to be still
+// at revision rev, and returns the index message's stream sequence. A
+// batch whose acknowledgement was lost is sent again with the same
+// message ids: when the first one was stored the stream rejects the
+// second as a duplicate, which tells the writer that its batch is
+// committed, at positions it no longer knows (0 then). Any other
+// writer's commit since rev makes it errRetry.
+func (w *writer) commit(ctx context.Context, rev uint64, stored []Entry, nx Index) (uint64, error) {
+	s := w.s
+	msgs := make([]*nats.Msg, 0, len(stored)+1)
+	for _, e := range stored {
+		id := w.msgID(strconv.FormatInt(e.ID, 10), rev)
+		m := entryMessage{id: id, source: s.source, session: w.tape}
+		msgs = append(msgs, &nats.Msg{Subject: s.names.Tape(w.tape), Data: appendMessage(nil, m, e), Header: messageHeader(id)})
 	}
-	tail := ix.Seq
-	if ix.Entries == 0 {
-		tail = 0 // a new tape, or a reset one whose leftovers were purged
-	}
-	seqs, err := w.publish(ctx, stored, 0, len(stored), tail)
-	if !errors.Is(err, errTail) {
-		return seqs, err
-	}
-	if tail, err = w.s.lastSeq(ctx, w.subj); err != nil {
-		return nil, err
-	}
-	if tail > ix.Seq {
-		if seqs, err = w.repair(ctx, ix, tail, stored); err != nil {
-			return nil, err
-		}
-	}
-	more, err := w.publish(ctx, stored, len(seqs), len(stored), tail)
-	if errors.Is(err, errTail) {
-		return nil, errRetry // another writer got there first
-	}
-	return append(seqs, more...), err
-}
-
-// repair handles the orphans in (ix.Seq, last]. When they are a prefix of
-// this very commit written from the current index revision it adopts them: their stored entries replace the first
-// ones of stored and their sequences are returned. Otherwise another writer
-// is at work or died: while the orphans are younger than the grace period
-// (measured from when this call first saw the newest of them, so no clocks
-// are compared) it waits for the index to change and returns errWait; then
-// it fences the index, deletes them and returns errRetry.
-func (w *writer) repair(ctx context.Context, ix Index, last uint64, stored []Entry) ([]uint64, error) {
-	type orphan struct {
-		seq   uint64
-		msgID string
-		entry Entry
-		ok    bool
-	}
-	var orphans []orphan
-	err := w.s.scan(ctx, w.subj, ix.Seq+1, last, 0, func(seq uint64, msgID string, data []byte) error {
-		e, ok := decodeMessage(data)
-		orphans = append(orphans, orphan{seq, msgID, e, ok})
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	adopt := len(orphans) <= len(stored)
-	for i, o := range orphans {
-		adopt = adopt && o.ok && o.msgID == w.msgID(stored[i].ID) && o.entry.ID == stored[i].ID
-	}
-	if adopt {
-		seqs := make([]uint64, len(orphans))
-		for i, o := range orphans {
-			stored[i], seqs[i] = o.entry, o.seq
-		}
-		return seqs, nil
-	}
-	if w.orphanTail != last {
-		w.orphanTail, w.orphanSeenAt = last, time.Now()
-	}
-	if wait := w.s.grace - time.Since(w.orphanSeenAt); wait > 0 {
-		if err := w.s.waitIndexChange(ctx, ix, wait); err != nil {
-			return nil, err
-		}
-		return nil, errWait
-	}
-	// Fence first: a live writer of these orphans can no longer commit them.
-	if err := w.s.putIndex(ctx, ix, ix.Revision); err != nil {
-		return nil, err
-	}
-	for _, o := range orphans {
-		if err := w.s.stream.DeleteMsg(ctx, o.seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
-			return nil, fmt.Errorf("deleting uncommitted entry at sequence %d: %w", o.seq, err)
-		}
-	}
-	return nil, errRetry
-}
-
-// publish stores batch[from:to] after the subject's message prev, as a
-// checked chain, and returns their stream sequences. errTail means the
-// subject did not end at prev, so nothing was stored. The first message is published synchronously; the following
-// ones are pipelined, each expecting both the stream's and the subject's
-// last sequence to be its predecessor's (exact as long as no other subject
-// is written meanwhile, which the store's send lock ensures for the writes
-// of this process); after the first failed prediction the rest goes one by
-// one, each expecting its predecessor's real sequence.
-func (w *writer) publish(ctx context.Context, batch []Entry, from, to int, prev uint64) ([]uint64, error) {
-	entries := batch[from:to]
-	seqs := make([]uint64, 0, len(entries))
-	msg := func(i int) (*nats.Msg, string) {
-		id := w.msgID(entries[i].ID)
-		m := entryMessage{id: id, source: w.s.source, session: w.tape}
-		return &nats.Msg{Subject: w.subj, Data: appendMessage(nil, m, entries[i]), Header: messageHeader()}, id
-	}
-	publishOne := func(i int) error {
-		m, id := msg(i)
-		// Transient errors (the stream electing a leader) are retried
-		// with the same message id: an attempt that was stored although
-		// its answer got lost answers the next one as a duplicate. So
-		// does an entry an earlier call of this commit stored from this
-		// index revision before it died (a replicated stream's leader
-		// checks the duplicate window before the expected sequence): the
-		// id names the commit and the revision, so the entry is this
-		// commit's own and is adopted where it is, as repair adopts
-		// such orphans; the index's compare-and-set settles two live
-		// writers of one commit.
-		var ack *jetstream.PubAck
-		err := jsretry.Read(ctx, func(ctx context.Context) (err error) {
-			ack, err = w.s.js.PublishMsg(ctx, m,
-				jetstream.WithMsgID(id),
-				jetstream.WithExpectLastSequencePerSubject(prev))
-			return err
-		})
-		if isWrongLastSeq(err) && i == 0 {
-			return errTail
-		}
+	id := w.msgID("index", rev)
+	last := &nats.Msg{Subject: s.names.TapeIndex(w.tape), Data: appendIndexMessage(nil, entryMessage{id: id, source: s.source, session: w.tape}, nx, len(stored)), Header: messageHeader(id)}
+	last.Header[jetstream.ExpectedLastSubjSeqHeader] = []string{strconv.FormatUint(rev, 10)}
+	last.Header[jetstream.MsgRollup] = []string{jetstream.MsgRollupSubject} // older indexes go
+	var seq uint64
+	err := jsretry.Read(ctx, func(ctx context.Context) error {
+		// Each attempt is a new batch: one that lost its leader half-way
+		// is dropped by the server.
+		b, err := jetstreamext.NewBatchPublisher(s.js, jetstreamext.BatchFlowControl{AckTimeout: jsretry.ReadAttempt})
 		if err != nil {
-			return publishError(err)
+			return err
 		}
-		prev = ack.Sequence
-		seqs = append(seqs, prev)
-		return nil
-	}
-	if len(entries) == 0 {
-		return nil, nil
-	}
-	// The predictions below fail whenever another tape of this store is
-	// written between the first publish and the pipelined ones (the
-	// recorder appends to many tapes at once): hold the store's send lock
-	// from the first publish until the first window is sent. One
-	// connection keeps the order of what it sends.
-	unlock := func() {}
-	if len(entries) > 1 {
-		w.s.sendMu.Lock()
-		var once sync.Once
-		unlock = func() { once.Do(w.s.sendMu.Unlock) }
-		defer unlock()
-	}
-	if err := publishOne(0); err != nil {
-		return nil, err
-	}
-	i := 1
-	for pipelined := true; i < len(entries) && pipelined; {
-		end := min(i+publishWindow, len(entries))
-		futures := make([]jetstream.PubAckFuture, 0, end-i)
-		for j := i; j < end; j++ {
-			expect := prev + uint64(j-i)
-			m, id := msg(j)
-			f, err := w.s.js.PublishMsgAsync(m,
-				jetstream.WithMsgID(id),
-				jetstream.WithExpectLastSequence(expect),
-				jetstream.WithExpectLastSequencePerSubject(expect))
-			if err != nil {
-				return nil, fmt.Errorf("publishing: %w", err)
-			}
-			futures = append(futures, f)
-		}
-		unlock()
-		failed := false
-		lost := time.NewTimer(asyncAckTimeout)
-		defer lost.Stop()
-		for _, f := range futures {
-			select {
-			case ack := <-f.Ok():
-				if failed {
-					return nil, errRetry // a success after a gap: someone else writes this tape
-				}
-				// A duplicate is this commit's own entry (see publishOne).
-				prev = ack.Sequence
-				seqs = append(seqs, prev)
-				i++
-			case err := <-f.Err():
-				if !isWrongLastSeq(err) {
-					return nil, fmt.Errorf("publishing: %w", err)
-				}
-				failed, pipelined = true, false
-			case <-lost.C:
-				// The acknowledgements went with the stream's leader:
-				// start over from a fresh index; what was stored is this
-				// commit's own and is adopted (see repair).
-				return nil, errRetry
-			case <-ctx.Done():
-				return nil, ctx.Err()
+		for _, m := range msgs {
+			if err := b.AddMsg(m); err != nil {
+				return err
 			}
 		}
-	}
-	for ; i < len(entries); i++ {
-		if err := publishOne(i); err != nil {
-			return nil, err
+		ack, err := b.CommitMsg(ctx, last)
+		if err == nil {
+			seq = ack.Sequence
 		}
-	}
-	return seqs, nil
-}
-
-func isWrongLastSeq(err error) bool {
-	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) &&
-		(apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
-			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
-}
-
-// publishError maps a failed checked publish: a wrong last sequence means
-// another writer got there first.
-func publishError(err error) error {
-	if isWrongLastSeq(err) {
-		return errRetry
-	}
-	return fmt.Errorf("publishing: %w", err)
-}
-
-// lastSeq returns the stream sequence of the last message of subj, 0 when
-// it has none.
-func (s *JetStreamStore) lastSeq(ctx context.Context, subj string) (uint64, error) {
-	m, err := s.stream.GetLastMsgForSubject(ctx, subj)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return retryableBatchError(err)
+	})
+	switch {
+	case err == nil:
+		return seq, nil
+	case isAPIError(err, jetstream.ErrorCode(errCodeBatchDuplicate)):
 		return 0, nil
+	case isAPIError(err, jetstream.JSErrCodeStreamWrongLastSequence, jetstream.JSErrCodeStreamWrongLastSequenceConstant):
+		return 0, errRetry // another writer committed first
 	}
-	if err != nil {
-		return 0, fmt.Errorf("reading last entry: %w", err)
+	return 0, fmt.Errorf("publishing: %w", err)
+}
+
+// Atomic batch errors of nats-server (its errors.json).
+const (
+	// errCodeBatchDuplicate: a message of the batch has the id of a
+	// stored one.
+	errCodeBatchDuplicate = 10201
+	// errCodeBatchIncomplete: the server dropped the batch before its
+	// commit (a leader change, or its first messages lost).
+	errCodeBatchIncomplete = 10176
+	// errCodeBatchTooManyInflight: too many batches at once on the
+	// stream.
+	errCodeBatchTooManyInflight = 10210
+)
+
+// MaxJetStreamAppend is the most entries one [JetStreamStore.Append] takes:
+// nats-server's default limit of an atomic batch is 1,000 messages, the
+// entries and the index. A larger append fails with [ErrTooLarge].
+const MaxJetStreamAppend = 999
+
+// retryableBatchError makes the errors of a batch that may succeed when
+// sent again transient for jsretry: one the server dropped, and too many
+// batches at once.
+func retryableBatchError(err error) error {
+	if isAPIError(err, errCodeBatchIncomplete, errCodeBatchTooManyInflight) {
+		return fmt.Errorf("%w (%w)", err, nats.ErrTimeout)
 	}
-	return m.Sequence, nil
+	return err
+}
+
+func isAPIError(err error, codes ...jetstream.ErrorCode) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && slices.Contains(codes, apiErr.ErrorCode)
 }
 
 // Reset implements [Resetter].
@@ -865,42 +672,40 @@ func (s *JetStreamStore) Reset(ctx context.Context, tape string) error {
 	return err
 }
 
-// List implements [Lister]. It reads every index in one KV watch.
+// List implements [Lister]: the last index message of every tape, read
+// with batched direct gets.
 func (s *JetStreamStore) List(ctx context.Context) ([]string, error) {
-	w, err := s.kv.WatchAll(ctx, jetstream.IgnoreDeletes())
+	msgs, err := jetstreamext.GetLastMsgsFor(ctx, s.js, s.names.TapesStream(), []string{s.names.TapeIndexesAll()})
 	if err != nil {
 		return nil, fmt.Errorf("listing tapes: %w", err)
 	}
-	defer w.Stop()
 	var names []string
-	for {
-		select {
-		case e, ok := <-w.Updates():
-			if !ok {
-				return nil, errors.New("listing tapes: watcher closed")
-			}
-			if e == nil {
-				slices.Sort(names)
-				return names, nil
-			}
-			var ix Index
-			if err := json.Unmarshal(e.Value(), &ix); err != nil {
-				return nil, fmt.Errorf("listing tapes: decoding index %s: %w", e.Key(), err)
-			}
-			if ix.Entries > 0 {
-				names = append(names, ix.Tape)
-			}
-		case <-ctx.Done():
-			return nil, fmt.Errorf("listing tapes: %w", ctx.Err())
+	for m, err := range msgs {
+		if errors.Is(err, jetstreamext.ErrNoMessages) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("listing tapes: %w", err)
+		}
+		ix, err := decodeIndex("", m.Sequence, m.Data)
+		if err != nil {
+			return nil, fmt.Errorf("listing tapes: %s: %w", m.Subject, err)
+		}
+		if ix.Entries > 0 {
+			names = append(names, ix.Tape)
 		}
 	}
+	slices.Sort(names)
+	return names, nil
 }
 
-// Index implements [Indexer].
+// Index implements [Indexer]: the last message of the tape's index
+// subject.
 func (s *JetStreamStore) Index(ctx context.Context, tape string) (Index, error) {
 	// A replica that lags (just after a leader change) may answer an
 	// older revision for a while: ask again after a growing pause.
 	pause := 25 * time.Millisecond
+	subj := s.names.TapeIndex(tape)
 	for attempt := range 2 * maxReadAttempts {
 		if attempt > 0 {
 			select {
@@ -911,17 +716,17 @@ func (s *JetStreamStore) Index(ctx context.Context, tape string) (Index, error) 
 			pause = min(2*pause, time.Second)
 		}
 		ix := Index{Tape: tape}
-		var e jetstream.KeyValueEntry
+		var m *jetstream.RawStreamMsg
 		err := jsretry.Read(ctx, func(ctx context.Context) (err error) {
-			e, err = s.kv.Get(ctx, subjects.Token(tape))
+			m, err = s.stream.GetLastMsgForSubject(ctx, subj)
 			return err
 		})
 		switch {
 		case err == nil:
-			if ix, err = decodeIndex(tape, e); err != nil {
+			if ix, err = decodeIndex(tape, m.Sequence, m.Data); err != nil {
 				return Index{}, err
 			}
-		case !errors.Is(err, jetstream.ErrKeyNotFound):
+		case !errors.Is(err, jetstream.ErrMsgNotFound):
 			return Index{}, fmt.Errorf("reading index of tape %q: %w", tape, err)
 		}
 		if s.observe(ix) {
@@ -943,111 +748,49 @@ func (s *JetStreamStore) observe(ix Index) bool {
 	return true
 }
 
-func decodeIndex(tape string, e jetstream.KeyValueEntry) (Index, error) {
-	ix := Index{Tape: tape, Revision: e.Revision()}
-	if e.Operation() != jetstream.KeyValuePut {
-		return ix, nil
-	}
-	if err := json.Unmarshal(e.Value(), &ix); err != nil {
-		return Index{}, fmt.Errorf("decoding index of tape %q: %w", tape, err)
-	}
-	ix.Tape, ix.Revision = tape, e.Revision()
-	return ix, nil
-}
-
-// putIndex stores ix if the index is still at revision rev (0: absent).
-// A lost compare-and-set returns errRetry.
-func (s *JetStreamStore) putIndex(ctx context.Context, ix Index, rev uint64) error {
-	b, err := json.Marshal(ix)
-	if err != nil {
-		return fmt.Errorf("encoding index: %w", err)
-	}
-	key := subjects.Token(ix.Tape)
-	// Transient errors (the bucket electing a leader) are retried; when a
-	// lost answer hid a stored attempt, the next one meets the new
-	// revision and reports a conflict, which the caller resolves by
-	// reading the index again.
-	want := rev
-	err = jsretry.Read(ctx, func(ctx context.Context) (err error) {
-		if want == 0 {
-			rev, err = s.kv.Create(ctx, key, b)
-		} else {
-			rev, err = s.kv.Update(ctx, key, b, want)
-		}
-		return err
-	})
-	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-		return errRetry
-	}
-	if err != nil {
-		return fmt.Errorf("writing index: %w", err)
-	}
-	ix.Revision = rev
-	s.observe(ix)
-	return nil
-}
-
-// waitIndexChange returns when the index of ix.Tape has a revision other
-// than ix.Revision, or after d.
-func (s *JetStreamStore) waitIndexChange(ctx context.Context, ix Index, d time.Duration) error {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	w, err := s.kv.Watch(ctx, subjects.Token(ix.Tape))
-	if err != nil {
-		return fmt.Errorf("watching index: %w", err)
-	}
-	defer w.Stop()
-	for {
-		select {
-		case e, ok := <-w.Updates():
-			if !ok || e != nil && e.Revision() != ix.Revision {
-				return nil
-			}
-		case <-timer.C:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// WaitWatermark implements [Indexer] with a KV watcher on the tape's index
-// key: no polling.
+// WaitWatermark implements [Indexer] with an ordered consumer on the
+// tape's index subject: no polling.
 func (s *JetStreamStore) WaitWatermark(ctx context.Context, tape, key string, atLeast uint64) (Index, error) {
 	ix, err := s.Index(ctx, tape)
 	if err != nil || ix.reached(key, atLeast) {
 		return ix, err
 	}
-	var w jetstream.KeyWatcher
-	// Retried through a connection moving or an election. The watcher
-	// lives as long as the context it is created with, so each attempt
-	// gets ctx itself rather than Read's shorter per-attempt one.
-	err = jsretry.Read(ctx, func(context.Context) (err error) {
-		w, err = s.kv.Watch(ctx, subjects.Token(tape))
+	var msgs jetstream.MessagesContext
+	// Retried through a connection moving or an election. The consumer
+	// lives as long as the context it is read in, so each attempt gets
+	// ctx itself rather than Read's shorter per-attempt one.
+	err = jsretry.Read(ctx, func(context.Context) error {
+		cons, err := s.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+			FilterSubjects: []string{s.names.TapeIndex(tape)},
+			DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
+		})
+		if err != nil {
+			return err
+		}
+		msgs, err = cons.Messages()
 		return err
 	})
 	if err != nil {
 		return ix, waitError(tape, key, atLeast, ix, err)
 	}
-	defer w.Stop()
+	stop := context.AfterFunc(ctx, msgs.Stop)
+	defer stop()
+	defer msgs.Stop()
 	for {
-		select {
-		case e, ok := <-w.Updates():
-			if !ok {
-				return ix, waitError(tape, key, atLeast, ix, errors.New("watcher closed"))
-			}
-			if e == nil {
-				continue // end of the initial values
-			}
-			if ix, err = decodeIndex(tape, e); err != nil {
-				return ix, err
-			}
-			s.observe(ix)
-			if ix.reached(key, atLeast) {
-				return ix, nil
-			}
-		case <-ctx.Done():
-			return ix, waitError(tape, key, atLeast, ix, ctx.Err())
+		m, err := msgs.Next()
+		if err != nil {
+			return ix, waitError(tape, key, atLeast, ix, cmp.Or(ctx.Err(), err))
+		}
+		md, err := m.Metadata()
+		if err != nil {
+			return ix, waitError(tape, key, atLeast, ix, err)
+		}
+		if ix, err = decodeIndex(tape, md.Sequence.Stream, m.Data()); err != nil {
+			return ix, err
+		}
+		s.observe(ix)
+		if ix.reached(key, atLeast) {
+			return ix, nil
 		}
 	}
 }
@@ -1070,8 +813,8 @@ func (s *JetStreamStore) Archive(ctx context.Context, tape string, entries []Ent
 				return "", fmt.Errorf("archiving tape %q: %w", tape, err)
 			}
 			m := entryMessage{id: prefix + strconv.FormatInt(n.ID, 10) + suffix, source: s.source, session: tape}
-			msg := &nats.Msg{Subject: subj, Data: appendMessage(nil, m, n), Header: messageHeader()}
-			if futures[j], err = s.js.PublishMsgAsync(msg, jetstream.WithMsgID(m.id)); err != nil {
+			msg := &nats.Msg{Subject: subj, Data: appendMessage(nil, m, n), Header: messageHeader(m.id)}
+			if futures[j], err = s.js.PublishMsgAsync(msg); err != nil {
 				return "", fmt.Errorf("archiving tape %q: %w", tape, err)
 			}
 		}

@@ -64,8 +64,10 @@ func appendNumbered(t *testing.T, s *JetStreamStore, tape string, n, anchorAt in
 		batch[i] = userMsg(fmt.Sprint(i))
 	}
 	batch[anchorAt] = Anchor("a", nil)
-	if _, err := s.Append(t.Context(), tape, batch); err != nil {
-		t.Fatal(err)
+	for i := 0; i < n; i += MaxJetStreamAppend {
+		if _, err := s.Append(t.Context(), tape, batch[i:min(i+MaxJetStreamAppend, n)]); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -95,7 +97,7 @@ func TestJetStreamReadsCommittedEntriesWithDirectGets(t *testing.T) {
 			t.Fatalf("%d entries, want %d", len(entries), c.want)
 		}
 		got := api.take(t)
-		// the index is a KV direct get of its own
+		// the index is a direct get of its own
 		if got["DIRECT.GET"] != c.gets+1 || got["CONSUMER.CREATE"] != 0 || len(got) != 1 {
 			t.Fatalf("API requests %v, want %d direct gets of entries, 1 of the index, nothing else", got, c.gets)
 		}
@@ -169,9 +171,6 @@ func TestJetStreamReadsAStreamWithoutDirectGets(t *testing.T) {
 	sc := StreamConfig(f.names)
 	sc.AllowDirect = false
 	if _, err := js.CreateStream(t.Context(), sc); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := js.CreateKeyValue(t.Context(), IndexBucketConfig(f.names)); err != nil {
 		t.Fatal(err)
 	}
 	s := f.store(t, WithoutProvisioning())

@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/synadia-io/orbit.go/jetstreamext"
 
 	"github.com/bubbus/bub/internal/natstest"
 	"github.com/bubbus/bub/pkg/subjects"
@@ -68,164 +70,166 @@ func wantContents(t *testing.T, s Store, tape string, want ...string) {
 	}
 }
 
-// crash publishes batch[:n] of a commit the way Append does and stops
-// before committing, like a writer that died.
-func crash(t *testing.T, s *JetStreamStore, tape string, batch []Entry, n int, opts ...AppendOption) []uint64 {
-	t.Helper()
-	o, err := resolveAppendOptions(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ix, err := s.Index(t.Context(), tape)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stored, err := numberEntries(batch, ix.LastID+1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	last, err := s.lastSeq(t.Context(), s.names.Tape(tape))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := s.newWriter(tape, batch, o)
-	w.rev = ix.Revision
-	seqs, err := w.publish(t.Context(), stored, 0, n, last)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return seqs
-}
-
-func TestJetStreamAdoptsOrphansOfTheSameCommit(t *testing.T) {
-	s := newFixture(t).store(t)
+// TestJetStreamDropsWhatADeadWriterLeft: a writer that died half-way
+// through its batch (no commit) leaves nothing a reader sees, and the
+// next append neither waits for it nor meets its entries.
+func TestJetStreamDropsWhatADeadWriterLeft(t *testing.T) {
+	f := newFixture(t)
+	s := f.store(t)
 	ctx := t.Context()
 	if _, err := s.Append(ctx, "t", []Entry{userMsg("first")}); err != nil {
 		t.Fatal(err)
 	}
-	batch := []Entry{userMsg("a"), userMsg("b"), userMsg("c")}
-	for i := range batch {
-		batch[i].Date = "2024-01-01T00:00:0" + fmt.Sprint(i) + "+00:00"
-	}
-	crash(t, s, "t", batch, 2, WithCommitID("run-1"))
-	wantContents(t, s, "t", "1:first") // uncommitted entries stay invisible
-
-	retry := slices.Clone(batch)
-	for i := range retry {
-		retry[i].Date = "2025-01-01T00:00:00+00:00"
-	}
-	stored, err := s.Append(ctx, "t", retry, WithCommitID("run-1"))
+	dead, err := jetstreamext.NewBatchPublisher(s.js)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dates := []string{stored[0].Date, stored[1].Date, stored[2].Date}
-	if want := []string{batch[0].Date, batch[1].Date, retry[2].Date}; !slices.Equal(dates, want) {
-		t.Fatalf("dates %q, want the two adopted entries then the new one %q", dates, want)
+	for i, text := range []string{"lost-a", "lost-b"} {
+		e, err := numberEntries([]Entry{userMsg(text)}, int64(2+i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := dead.AddMsg(&nats.Msg{Subject: f.names.Tape("t"), Data: appendEntry(nil, e[0])}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	wantContents(t, s, "t", "1:first", "2:a", "3:b", "4:c")
-
-	// A crash after the whole batch but before the commit.
-	crash(t, s, "t", []Entry{userMsg("d")}, 1, WithCommitID("run-2"))
-	if _, err := s.Append(ctx, "t", []Entry{userMsg("d")}, WithCommitID("run-2")); err != nil {
+	start := time.Now()
+	if _, err := f.store(t).Append(ctx, "t", []Entry{userMsg("second")}); err != nil {
 		t.Fatal(err)
 	}
-	wantContents(t, s, "t", "1:first", "2:a", "3:b", "4:c", "5:d")
-}
-
-func TestJetStreamDeletesOrphansOfOtherWriters(t *testing.T) {
-	f := newFixture(t)
-	s := f.store(t, WithOrphanGrace(0))
-	ctx := t.Context()
-	if _, err := s.Append(ctx, "t", []Entry{userMsg("first")}); err != nil {
-		t.Fatal(err)
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("the append took %v", d)
 	}
-	crash(t, s, "t", []Entry{userMsg("x"), userMsg("y"), userMsg("z")}, 2, WithCommitID("run-x"))
-	_, js := f.srv.JetStream(t)
-	if _, err := js.Publish(ctx, f.names.Tape("t"), []byte("not an entry")); err != nil {
-		t.Fatal(err)
-	}
-	wantContents(t, s, "t", "1:first")
-	if got, err := s.Fetch(ctx, "t", All().Limit(5)); err != nil || len(got) != 1 {
-		t.Fatalf("limited read past the committed range: %v, %v", contents(t, got), err)
-	}
-
-	stored, err := s.Append(ctx, "t", []Entry{userMsg("b"), userMsg("c")})
+	wantContents(t, s, "t", "1:first", "2:second")
+	info, err := s.stream.Info(ctx, jetstream.WithSubjectFilter(f.names.Tape("t")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := contents(t, stored); !slices.Equal(got, []string{"2:b", "3:c"}) {
-		t.Fatalf("stored %q", got)
+	if n := info.State.Subjects[f.names.Tape("t")]; n != 2 {
+		t.Fatalf("%d messages on the tape subject, want the 2 committed", n)
 	}
-	wantContents(t, s, "t", "1:first", "2:b", "3:c")
-	// run-x never committed, so it is recorded now, in full.
-	if _, err := s.Append(ctx, "t", []Entry{userMsg("x"), userMsg("y"), userMsg("z")}, WithCommitID("run-x")); err != nil {
-		t.Fatal(err)
-	}
-	wantContents(t, s, "t", "1:first", "2:b", "3:c", "4:x", "5:y", "6:z")
 }
 
-func TestJetStreamWaitsForALiveWriter(t *testing.T) {
-	f := newFixture(t)
-	a, b := f.store(t), f.store(t, WithOrphanGrace(time.Minute))
-	ctx := t.Context()
-	if _, err := a.Append(ctx, "t", []Entry{userMsg("first")}); err != nil {
-		t.Fatal(err)
+// TestJetStreamCommitWhoseAnswerWasLost: a batch sent again with the same
+// ids after its acknowledgement was lost is recognised as stored (commit
+// returns 0), on one server and on a 3-node cluster, and stores nothing
+// twice; with or without a commit id.
+func TestJetStreamCommitWhoseAnswerWasLost(t *testing.T) {
+	single := newFixture(t)
+	cluster := natstest.StartCluster(t, 3)
+	for _, c := range []struct {
+		name  string
+		store func(t *testing.T) *JetStreamStore
+	}{
+		{"one server", func(t *testing.T) *JetStreamStore { return single.store(t) }},
+		{"cluster", func(t *testing.T) *JetStreamStore {
+			names, err := subjects.New(fmt.Sprintf("i%d", internalPrefixes.Add(1)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, js := cluster.Servers[0].JetStream(t)
+			s, err := NewJetStreamStore(t.Context(), js, names, WithReplicas(3))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := c.store(t)
+			ctx := t.Context()
+			for i, o := range []appendOptions{{commitID: "run-1"}, {}} {
+				tape := fmt.Sprintf("t%d", i)
+				ix, err := s.Index(ctx, tape)
+				if err != nil {
+					t.Fatal(err)
+				}
+				w := s.newWriter(tape, []Entry{userMsg("a"), userMsg("b")}, o)
+				stored, err := numberEntries(w.entries, 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				nx := ix.next(stored, make([]uint64, len(stored)), o)
+				if seq, err := w.commit(ctx, ix.Revision, stored, nx); err != nil || seq == 0 {
+					t.Fatalf("first commit: %d, %v", seq, err)
+				}
+				if seq, err := w.commit(ctx, ix.Revision, stored, nx); err != nil || seq != 0 {
+					t.Fatalf("the same batch again: %d, %v; want 0 (stored before)", seq, err)
+				}
+				wantContents(t, s, tape, "1:a", "2:b")
+			}
+		})
 	}
-	run := []Entry{userMsg("a1"), userMsg("a2"), userMsg("a3")}
-	crash(t, a, "t", run, 2, WithCommitID("run-a")) // a is "still publishing"
-
-	done := make(chan error, 1)
-	go func() {
-		_, err := b.Append(ctx, "t", []Entry{userMsg("b")})
-		done <- err
-	}()
-	if _, err := a.Append(ctx, "t", run, WithCommitID("run-a")); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	wantContents(t, a, "t", "1:first", "2:a1", "3:a2", "4:a3", "5:b")
 }
 
+// TestJetStreamWritersOnTwoConnectionsNeverInterleave: two stores append
+// batches to the same three tapes at once; every tape holds every batch
+// whole, numbered in order (a batch's messages are stored consecutively,
+// which the positions its index derives rely on).
 func TestJetStreamWritersOnTwoConnectionsNeverInterleave(t *testing.T) {
 	f := newFixture(t)
 	stores := []*JetStreamStore{f.store(t), f.store(t)}
+	tapes := []string{"t", "u", "v"}
 	const batches, size = 12, 4
 	var wg sync.WaitGroup
-	errs := make(chan error, len(stores))
+	errs := make(chan error, len(stores)*len(tapes))
 	for w, s := range stores {
-		wg.Go(func() {
-			for b := range batches {
-				batch := make([]Entry, size)
-				for i := range batch {
-					batch[i] = userMsg(fmt.Sprintf("w%d-b%d-%d", w, b, i))
+		for _, tape := range tapes {
+			wg.Go(func() {
+				for b := range batches {
+					batch := make([]Entry, size)
+					for i := range batch {
+						batch[i] = userMsg(fmt.Sprintf("w%d-b%d-%d", w, b, i))
+					}
+					batch[size-1] = Anchor(fmt.Sprintf("w%d-b%d-", w, b)+"3", nil)
+					if _, err := s.Append(t.Context(), tape, batch); err != nil {
+						errs <- err
+						return
+					}
 				}
-				if _, err := s.Append(t.Context(), "t", batch); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
+			})
+		}
 	}
 	wg.Wait()
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
 	}
-	got, err := stores[0].Fetch(t.Context(), "t", All())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != len(stores)*batches*size {
-		t.Fatalf("%d entries, want %d", len(got), len(stores)*batches*size)
-	}
-	for i := 0; i < len(got); i += size {
-		prefix := got[i].Payload["content"].(string)
-		prefix = prefix[:len(prefix)-1]
-		for j, e := range got[i : i+size] {
-			if e.ID != int64(i+j+1) || e.Payload["content"] != fmt.Sprintf("%s%d", prefix, j) {
-				t.Fatalf("entry %d is %d:%v, want %d:%s%d", i+j, e.ID, e.Payload["content"], i+j+1, prefix, j)
+	for _, tape := range tapes {
+		got, err := f.store(t).Fetch(t.Context(), tape, All())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(stores)*batches*size {
+			t.Fatalf("%d entries, want %d", len(got), len(stores)*batches*size)
+		}
+		name := func(e Entry) string {
+			if n, ok := e.AnchorName(); ok {
+				return n
+			}
+			return e.Payload["content"].(string)
+		}
+		for i := 0; i < len(got); i += size {
+			prefix := name(got[i])
+			prefix = prefix[:len(prefix)-1]
+			for j, e := range got[i : i+size] {
+				if e.ID != int64(i+j+1) || name(e) != fmt.Sprintf("%s%d", prefix, j) {
+					t.Fatalf("entry %d is %d:%v, want %d:%s%d", i+j, e.ID, name(e), i+j+1, prefix, j)
+				}
+			}
+		}
+		// Every position the index derived holds its entry.
+		ix, err := f.store(t).Index(t.Context(), tape)
+		if err != nil || len(ix.RecentAnchors) == 0 {
+			t.Fatalf("index %+v, %v", ix, err)
+		}
+		for _, a := range append(ix.RecentAnchors, AnchorRef{ID: 1, Seq: ix.FirstSeq}, AnchorRef{ID: ix.LastID, Seq: ix.Seq}) {
+			m, err := stores[0].stream.GetMsg(t.Context(), a.Seq)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e, ok := decodeMessage(m.Data); !ok || e.ID != a.ID || m.Subject != f.names.Tape(tape) {
+				t.Fatalf("position %d holds %s, want entry %d of %s", a.Seq, m.Data, a.ID, tape)
 			}
 		}
 	}
@@ -242,7 +246,8 @@ func TestJetStreamRecoversFromAnInterruptedReset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.putIndex(ctx, ix.next(nil, nil, appendOptions{reset: true}), ix.Revision); err != nil {
+	reset := appendOptions{reset: true}
+	if _, err := s.newWriter("t", nil, reset).commit(ctx, ix.Revision, nil, ix.next(nil, nil, reset)); err != nil {
 		t.Fatal(err)
 	}
 	wantContents(t, s, "t")
@@ -299,7 +304,7 @@ func TestJetStreamStoreRebinds(t *testing.T) {
 	if _, err := NewJetStreamStore(t.Context(), js, other, WithoutProvisioning()); err == nil {
 		t.Fatal("binding to a missing stream succeeded")
 	}
-	for _, opt := range []JetStreamOption{WithReplicas(0), WithOrphanGrace(-time.Second)} {
+	for _, opt := range []JetStreamOption{WithReplicas(0), WithEntryCache(-1)} {
 		if _, err := NewJetStreamStore(t.Context(), js, other, opt); err == nil {
 			t.Fatal("invalid option accepted")
 		}
@@ -355,35 +360,19 @@ func TestJetStreamAppendFromAGivenIndex(t *testing.T) {
 	wantContents(t, s, "t", "1:a", "2:b", "3:c", "4:d")
 }
 
-// On a replicated stream the leader answers a message id it stored within
-// the duplicate window as a duplicate before it checks the expected last
-// sequence: a commit retried after a crash must adopt its own stored
-// entries from that answer (not take it for another writer and retry
-// until the window has passed).
-func TestJetStreamAdoptsOrphansOnACluster(t *testing.T) {
-	c := natstest.StartCluster(t, 3)
-	names, err := subjects.New(fmt.Sprintf("i%d", internalPrefixes.Add(1)))
-	if err != nil {
-		t.Fatal(err)
+// TestJetStreamRefusesMoreThanOneBatch: an append of more entries than one
+// atomic batch holds fails with ErrTooLarge and stores nothing.
+func TestJetStreamRefusesMoreThanOneBatch(t *testing.T) {
+	s := newFixture(t).store(t)
+	batch := make([]Entry, MaxJetStreamAppend+1)
+	for i := range batch {
+		batch[i] = userMsg(fmt.Sprint(i))
 	}
-	_, js := c.Servers[0].JetStream(t)
-	s, err := NewJetStreamStore(t.Context(), js, names, WithReplicas(3))
-	if err != nil {
-		t.Fatal(err)
+	if _, err := s.Append(t.Context(), "t", batch); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("append of %d entries: %v, want ErrTooLarge", len(batch), err)
 	}
-	ctx := t.Context()
-	if _, err := s.Append(ctx, "t", []Entry{userMsg("first")}); err != nil {
-		t.Fatal(err)
+	wantContents(t, s, "t")
+	if _, err := s.Append(t.Context(), "t", batch[1:]); err != nil {
+		t.Fatalf("append of %d entries: %v", MaxJetStreamAppend, err)
 	}
-	crash(t, s, "t", []Entry{userMsg("a"), userMsg("b"), userMsg("c")}, 2, WithCommitID("run-1"))
-	start := time.Now()
-	if _, err := s.Append(ctx, "t", []Entry{userMsg("a"), userMsg("b"), userMsg("c")}, WithCommitID("run-1")); err != nil {
-		t.Fatalf("retrying the commit after %v: %v", time.Since(start), err)
-	}
-	wantContents(t, s, "t", "1:first", "2:a", "3:b", "4:c")
-	crash(t, s, "t", []Entry{userMsg("d")}, 1, WithCommitID("run-2"))
-	if _, err := s.Append(ctx, "t", []Entry{userMsg("d")}, WithCommitID("run-2")); err != nil {
-		t.Fatal(err)
-	}
-	wantContents(t, s, "t", "1:first", "2:a", "3:b", "4:c", "5:d")
 }
