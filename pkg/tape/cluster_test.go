@@ -64,3 +64,18 @@ func TestReadsOnThreeNodeCluster(t *testing.T) {
 		}
 	}
 }
+
+// TestJetStreamStoreConformanceOnACluster: the conformance suite on a
+// 3-server cluster with an R3 tape stream, where an append is one atomic
+// batch (on one server it is a checked chain: TestJetStreamStoreConformance).
+func TestJetStreamStoreConformanceOnACluster(t *testing.T) {
+	c := natstest.StartCluster(t, 3)
+	_, js := c.Servers[1].JetStream(t)
+	tapetest.Run(t, func(t *testing.T) tape.Store {
+		s, err := tape.NewJetStreamStore(t.Context(), js, newNames(t), tape.WithReplicas(3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}

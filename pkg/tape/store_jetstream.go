@@ -4,12 +4,9 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/fnv"
-	mathrand "math/rand/v2"
 	"net/url"
 	"slices"
 	"strconv"
@@ -37,20 +34,44 @@ import (
 // subject names.TapeIndex(tape) in the same stream (a CloudEvent of type
 // [IndexEventType]).
 //
-// Writes. Append publishes a batch as one JetStream atomic batch (ADR-50,
-// nats-server 2.12 and later): the entries, then the index that commits
+// Writes. Append publishes the entries and then the index that commits
 // them, which expects its subject's last message to be the index the
-// append started from (Nats-Expected-Last-Subject-Sequence) and rolls the
-// older indexes up. The stream stores all of it or nothing, so no other
-// writer can slip an entry into a batch or between batches, and a writer
-// that dies half-way leaves nothing behind (the server drops an incomplete
-// batch). Every message carries Nats-Msg-Id "<tape token>:<entry id or
-// index>:<commit key>:<index revision>", which is also its event id: a
-// batch sent again after its acknowledgement was lost is answered as a
-// duplicate, and the writer knows it was stored. The positions of a
-// batch's entries are known only once it is stored, so its index message
-// names them 0, and a reader derives them from the index message's own
-// stream sequence (the batch's messages are stored consecutively).
+// append started from (Nats-Expected-Last-Subject-Sequence, a
+// compare-and-set) and rolls the older indexes up. Only the index makes
+// entries visible: readers read the range the last index calls committed
+// and never beyond it. The first entry expects the tape's subject to end
+// with the committed entries, so no other writer can slip an entry into a
+// batch or between batches. Every message carries Nats-Msg-Id "<tape
+// token>:<entry id or index>:<commit key>:<index revision>", which is also
+// its event id. How the batch goes out depends on the stream:
+//
+//   - On a replicated stream (R3, R5) it is one JetStream atomic batch
+//     (ADR-50, nats-server 2.12 and later): the stream stores all of it or
+//     nothing, consecutively, in one replication round. The positions of
+//     its entries are known only once it is stored, so its index names
+//     them 0, and a reader derives them from the index message's own
+//     stream sequence. A batch sent again after its acknowledgement was
+//     lost is answered as a duplicate, and the writer knows it was stored.
+//   - On one replica, where nats-server stages every atomic batch in a
+//     file store of its own (several file operations and an fsync per
+//     batch, which would more than double the server's cost of a turn),
+//     it is a checked chain: the first entry is published synchronously,
+//     the rest pipelined, each expecting both the stream's and the
+//     subject's last sequence to be its predecessor's (exact as long as no
+//     other subject is written meanwhile, which the store's send lock
+//     ensures for the writes of this process; after a failed prediction
+//     the rest goes one by one), then the index.
+//
+// Repair. Entries beyond the committed range are orphans of a chain whose
+// writer crashed, or is still at work, before its index. The next Append
+// adopts orphans that are a prefix of its own commit id ([WithCommitID])
+// written from the current index revision, and publishes only the rest.
+// Other orphans were never visible: the writer waits for their writer to
+// commit (until the index changes, at most the grace of
+// [WithOrphanGrace]), then fences the index (publishes it again, so that
+// writer's compare-and-set fails) and deletes them. A store serializes
+// appends per tape within its process; writers in other processes stay
+// correct through the checks above, so the grace only decides liveness.
 //
 // Reads cost O(entries read), not O(tape). A LastAnchor query starts at
 // the last anchor's stream sequence taken from the index; AfterAnchor and
@@ -82,9 +103,17 @@ type JetStreamStore struct {
 	seen   map[string]uint64
 	// cache holds the committed entries read last of recently read tapes.
 	cache *entryCache
+	// atomic: appends are atomic batches (a replicated stream; see
+	// [JetStreamStore]), else checked chains.
+	atomic bool
+	grace  time.Duration // see WithOrphanGrace
 	// locks serializes writers of one tape within this process, striped by
 	// tape name so the set stays bounded.
 	locks [64]sync.Mutex
+	// sendMu orders the sends of pipelined appends of all tapes of this
+	// store (see writer.publish): their predicted stream sequences hold
+	// only while nothing else is published to the stream in between.
+	sendMu sync.Mutex
 }
 
 var (
@@ -98,6 +127,7 @@ type JetStreamOption func(*jsOptions) error
 type jsOptions struct {
 	replicas   int
 	provision  bool
+	grace      time.Duration
 	cacheBytes int
 }
 
@@ -109,6 +139,21 @@ func WithReplicas(n int) JetStreamOption {
 			return fmt.Errorf("tape: replicas must be 1-5, got %d", n)
 		}
 		o.replicas = n
+		return nil
+	}
+}
+
+// WithOrphanGrace sets how long an append waits for another writer's
+// uncommitted entries to be committed before it treats that writer as dead
+// and deletes them (default 2s). The wait ends early when the index
+// changes. Safety never depends on it: a writer that is merely slow is
+// fenced and its commit fails.
+func WithOrphanGrace(d time.Duration) JetStreamOption {
+	return func(o *jsOptions) error {
+		if d < 0 {
+			return fmt.Errorf("tape: negative orphan grace %v", d)
+		}
+		o.grace = d
 		return nil
 	}
 }
@@ -147,13 +192,13 @@ func WithoutProvisioning() JetStreamOption {
 // name their writer with the source /bub/tape/<name of js's connection>
 // (/bub/tape/unnamed when the connection has no name).
 func NewJetStreamStore(ctx context.Context, js jetstream.JetStream, names subjects.Names, opts ...JetStreamOption) (*JetStreamStore, error) {
-	o := jsOptions{replicas: 1, provision: true, cacheBytes: entryCacheBytes}
+	o := jsOptions{replicas: 1, provision: true, grace: 2 * time.Second, cacheBytes: entryCacheBytes}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
 		}
 	}
-	s := &JetStreamStore{js: js, names: names, source: storeSource(js), seen: map[string]uint64{}, cache: newEntryCache(o.cacheBytes)}
+	s := &JetStreamStore{js: js, names: names, source: storeSource(js), grace: o.grace, seen: map[string]uint64{}, cache: newEntryCache(o.cacheBytes)}
 	var err error
 	if o.provision {
 		sc := StreamConfig(names)
@@ -167,9 +212,11 @@ func NewJetStreamStore(ctx context.Context, js jetstream.JetStream, names subjec
 	} else if s.stream, err = js.Stream(ctx, names.TapesStream()); err != nil {
 		return nil, fmt.Errorf("binding stream %s: %w", names.TapesStream(), err)
 	}
-	if s.stream.CachedInfo().Config.AllowDirect {
+	cfg := s.stream.CachedInfo().Config
+	if cfg.AllowDirect {
 		s.directSubject = names.DirectGet(js.Options().Domain, names.TapesStream())
 	}
+	s.atomic = cfg.Replicas > 1 && cfg.AllowAtomicPublish
 	return s, nil
 }
 
@@ -220,24 +267,20 @@ func messageHeader(id string) nats.Header {
 
 // Tuning.
 const (
-	maxAppendAttempts = 16
+	maxAppendAttempts = 8
 	maxReadAttempts   = 4
-	publishWindow     = 512  // archive publishes in flight per window
+	publishWindow     = 512  // async publishes in flight per window
 	fetchChunk        = 1024 // messages per pull request
 	smallReadMax      = 8    // reads of at most this many messages use message gets
-	// asyncAckTimeout bounds the wait for a window of archive publishes'
-	// acknowledgements: nats.go's asynchronous publishes have no deadline
-	// of their own, and those sent to a stream leader that is lost are
-	// never answered.
+	// asyncAckTimeout bounds the wait for a window of pipelined
+	// publishes' acknowledgements: nats.go's asynchronous publishes have
+	// no deadline of their own, and those sent to a stream leader that is
+	// lost are never answered (an append waited forever on them).
 	asyncAckTimeout = 5 * time.Second
 )
 
-// errRetry makes Append or Fetch start over from a fresh index.
-var (
-	errRetry = errors.New("tape: retry")
-	// errAckLost: a publish was not acknowledged within asyncAckTimeout.
-	errAckLost = errors.New("tape: publish not acknowledged in time")
-)
+// errAckLost: a publish was not acknowledged within asyncAckTimeout.
+var errAckLost = errors.New("tape: publish not acknowledged in time")
 
 func (s *JetStreamStore) lock(tape string) *sync.Mutex {
 	h := fnv.New32a()
@@ -466,212 +509,6 @@ func (s *JetStreamStore) scanByGets(ctx context.Context, subj string, start, end
 	return nil
 }
 
-// Append implements [Appender].
-func (s *JetStreamStore) Append(ctx context.Context, tape string, entries []Entry, opts ...AppendOption) ([]Entry, error) {
-	o, err := resolveAppendOptions(opts)
-	if err != nil {
-		return nil, err
-	}
-	w := s.newWriter(tape, entries, o)
-	mu := s.lock(tape)
-	mu.Lock()
-	defer mu.Unlock()
-	for attempt := range maxAppendAttempts {
-		stored, err := w.attempt(ctx)
-		if errors.Is(err, errRetry) {
-			// Another writer committed first: let it get ahead, more
-			// so each time, so that writers of one tape do not keep
-			// taking each other's turn.
-			select {
-			case <-time.After(mathrand.N(time.Millisecond << min(attempt, 8))):
-			case <-ctx.Done():
-				return nil, fmt.Errorf("appending to tape %q: %w", tape, ctx.Err())
-			}
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("appending to tape %q: %w", tape, err)
-		}
-		return stored, nil
-	}
-	return nil, fmt.Errorf("appending to tape %q: %w", tape, ErrConflict)
-}
-
-// writer is one Append call.
-type writer struct {
-	s         *JetStreamStore
-	tape      string
-	entries   []Entry
-	o         appendOptions
-	commitKey string
-}
-
-func (s *JetStreamStore) newWriter(tape string, entries []Entry, o appendOptions) *writer {
-	w := &writer{s: s, tape: tape, entries: entries, o: o}
-	if o.commitID != "" {
-		sum := sha256.Sum256([]byte(o.commitID))
-		w.commitKey = hex.EncodeToString(sum[:16])
-	} else {
-		w.commitKey = "~" + rand.Text() // anonymous: never taken for another call's
-	}
-	return w
-}
-
-// msgID names the message of entry id (or, for "index", the index
-// message) of this commit written after index revision rev: "<tape
-// token>:<entry id>:<commit key>:<rev>", the message's Nats-Msg-Id and
-// event id. The entry id alone repeats after a reset; the commit key tells
-// the writers of one revision apart, and the revision makes the ids of the
-// next commit of the same key fresh.
-func (w *writer) msgID(id string, rev uint64) string {
-	return subjects.Token(w.tape) + ":" + id + ":" + w.commitKey + ":" + strconv.FormatUint(rev, 10)
-}
-
-// attempt runs one optimistic append from the newest index it can read;
-// errRetry means start over.
-func (w *writer) attempt(ctx context.Context) ([]Entry, error) {
-	s := w.s
-	ix, err := w.index(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if w.o.commitID != "" {
-		if c, ok := ix.Commit(w.o.commitID); ok {
-			return s.readCommitted(ctx, Index{Tape: w.tape, Seq: c.LastSeq}, c.FirstSeq, c.FirstID, int64(c.Count))
-		}
-	}
-	first := ix.LastID + 1
-	if w.o.reset {
-		first = 1
-	}
-	stored, err := numberEntries(w.entries, first)
-	if err != nil {
-		return nil, err
-	}
-	if len(stored) > MaxJetStreamAppend {
-		return nil, fmt.Errorf("%d entries in one append, at most %d: %w", len(stored), MaxJetStreamAppend, ErrTooLarge)
-	}
-	// The positions of stored are not known before the batch is: the
-	// index names them 0 and resolve derives them from its own.
-	nx := ix.next(stored, make([]uint64, len(stored)), w.o)
-	seq, err := w.commit(ctx, ix.Revision, stored, nx)
-	if err != nil || seq == 0 {
-		return stored, err // seq 0: stored by an attempt whose answer was lost
-	}
-	nx.Revision = seq
-	nx.resolve(seq, len(stored))
-	s.observe(nx)
-	// Drop what a reset left behind. Best effort: the entries are already
-	// committed, and leftovers below FirstSeq are never read.
-	if (w.o.reset || ix.Entries == 0) && ix.Seq > 0 {
-		below := nx.Seq + 1
-		if nx.Entries > 0 {
-			below = nx.FirstSeq
-		}
-		_ = s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.names.Tape(w.tape)), jetstream.WithPurgeSequence(below))
-	}
-	return stored, nil
-}
-
-// index returns the index an attempt starts from: the caller's (see
-// WithIndex) the first time, a fresh read after that.
-func (w *writer) index(ctx context.Context) (Index, error) {
-	if ix := w.o.index; ix != nil && ix.Tape == w.tape {
-		w.o.index = nil
-		return *ix, nil
-	}
-	return w.s.Index(ctx, w.tape)
-}
-
-// commit publishes stored and then nx, the index after them, as one
-// atomic batch whose index message expects the tape's index to be still
-// at revision rev, and returns the index message's stream sequence. A
-// batch whose acknowledgement was lost is sent again with the same
-// message ids: when the first one was stored the stream rejects the
-// second as a duplicate, which tells the writer that its batch is
-// committed, at positions it no longer knows (0 then). Any other
-// writer's commit since rev makes it errRetry.
-func (w *writer) commit(ctx context.Context, rev uint64, stored []Entry, nx Index) (uint64, error) {
-	s := w.s
-	msgs := make([]*nats.Msg, 0, len(stored)+1)
-	for _, e := range stored {
-		id := w.msgID(strconv.FormatInt(e.ID, 10), rev)
-		m := entryMessage{id: id, source: s.source, session: w.tape}
-		msgs = append(msgs, &nats.Msg{Subject: s.names.Tape(w.tape), Data: appendMessage(nil, m, e), Header: messageHeader(id)})
-	}
-	id := w.msgID("index", rev)
-	last := &nats.Msg{Subject: s.names.TapeIndex(w.tape), Data: appendIndexMessage(nil, entryMessage{id: id, source: s.source, session: w.tape}, nx, len(stored)), Header: messageHeader(id)}
-	last.Header[jetstream.ExpectedLastSubjSeqHeader] = []string{strconv.FormatUint(rev, 10)}
-	last.Header[jetstream.MsgRollup] = []string{jetstream.MsgRollupSubject} // older indexes go
-	var seq uint64
-	err := jsretry.Read(ctx, func(ctx context.Context) error {
-		// Each attempt is a new batch: one that lost its leader half-way
-		// is dropped by the server.
-		b, err := jetstreamext.NewBatchPublisher(s.js, jetstreamext.BatchFlowControl{AckTimeout: jsretry.ReadAttempt})
-		if err != nil {
-			return err
-		}
-		for _, m := range msgs {
-			if err := b.AddMsg(m); err != nil {
-				return err
-			}
-		}
-		ack, err := b.CommitMsg(ctx, last)
-		if err == nil {
-			seq = ack.Sequence
-		}
-		return retryableBatchError(err)
-	})
-	switch {
-	case err == nil:
-		return seq, nil
-	case isAPIError(err, jetstream.ErrorCode(errCodeBatchDuplicate)):
-		return 0, nil
-	case isAPIError(err, jetstream.JSErrCodeStreamWrongLastSequence, jetstream.JSErrCodeStreamWrongLastSequenceConstant):
-		return 0, errRetry // another writer committed first
-	}
-	return 0, fmt.Errorf("publishing: %w", err)
-}
-
-// Atomic batch errors of nats-server (its errors.json).
-const (
-	// errCodeBatchDuplicate: a message of the batch has the id of a
-	// stored one.
-	errCodeBatchDuplicate = 10201
-	// errCodeBatchIncomplete: the server dropped the batch before its
-	// commit (a leader change, or its first messages lost).
-	errCodeBatchIncomplete = 10176
-	// errCodeBatchTooManyInflight: too many batches at once on the
-	// stream.
-	errCodeBatchTooManyInflight = 10210
-)
-
-// MaxJetStreamAppend is the most entries one [JetStreamStore.Append] takes:
-// nats-server's default limit of an atomic batch is 1,000 messages, the
-// entries and the index. A larger append fails with [ErrTooLarge].
-const MaxJetStreamAppend = 999
-
-// retryableBatchError makes the errors of a batch that may succeed when
-// sent again transient for jsretry: one the server dropped, and too many
-// batches at once.
-func retryableBatchError(err error) error {
-	if isAPIError(err, errCodeBatchIncomplete, errCodeBatchTooManyInflight) {
-		return fmt.Errorf("%w (%w)", err, nats.ErrTimeout)
-	}
-	return err
-}
-
-func isAPIError(err error, codes ...jetstream.ErrorCode) bool {
-	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && slices.Contains(codes, apiErr.ErrorCode)
-}
-
-// Reset implements [Resetter].
-func (s *JetStreamStore) Reset(ctx context.Context, tape string) error {
-	_, err := s.Append(ctx, tape, nil, WithReset())
-	return err
-}
-
 // List implements [Lister]: the last index message of every tape, read
 // with batched direct gets.
 func (s *JetStreamStore) List(ctx context.Context) ([]string, error) {
@@ -755,11 +592,26 @@ func (s *JetStreamStore) WaitWatermark(ctx context.Context, tape, key string, at
 	if err != nil || ix.reached(key, atLeast) {
 		return ix, err
 	}
+	nx, err := s.watchIndex(ctx, tape, func(nx Index) bool { return nx.reached(key, atLeast) })
+	if nx.Revision == 0 {
+		nx = ix // it read none
+	}
+	if err != nil {
+		return nx, waitError(tape, key, atLeast, nx, err)
+	}
+	return nx, nil
+}
+
+// watchIndex reads the index messages of tape, the last one first, until
+// done accepts one, which it returns; when ctx ends first it returns the
+// last one it read (the zero index if none) and an error wrapping
+// ctx.Err().
+func (s *JetStreamStore) watchIndex(ctx context.Context, tape string, done func(Index) bool) (Index, error) {
 	var msgs jetstream.MessagesContext
 	// Retried through a connection moving or an election. The consumer
 	// lives as long as the context it is read in, so each attempt gets
 	// ctx itself rather than Read's shorter per-attempt one.
-	err = jsretry.Read(ctx, func(context.Context) error {
+	err := jsretry.Read(ctx, func(context.Context) error {
 		cons, err := s.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
 			FilterSubjects: []string{s.names.TapeIndex(tape)},
 			DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
@@ -771,25 +623,25 @@ func (s *JetStreamStore) WaitWatermark(ctx context.Context, tape, key string, at
 		return err
 	})
 	if err != nil {
-		return ix, waitError(tape, key, atLeast, ix, err)
+		return Index{}, err
 	}
-	stop := context.AfterFunc(ctx, msgs.Stop)
-	defer stop()
+	defer context.AfterFunc(ctx, msgs.Stop)()
 	defer msgs.Stop()
+	var ix Index
 	for {
 		m, err := msgs.Next()
 		if err != nil {
-			return ix, waitError(tape, key, atLeast, ix, cmp.Or(ctx.Err(), err))
+			return ix, cmp.Or(ctx.Err(), err)
 		}
 		md, err := m.Metadata()
 		if err != nil {
-			return ix, waitError(tape, key, atLeast, ix, err)
+			return ix, err
 		}
 		if ix, err = decodeIndex(tape, md.Sequence.Stream, m.Data()); err != nil {
 			return ix, err
 		}
 		s.observe(ix)
-		if ix.reached(key, atLeast) {
+		if done(ix) {
 			return ix, nil
 		}
 	}

@@ -70,6 +70,126 @@ func wantContents(t *testing.T, s Store, tape string, want ...string) {
 	}
 }
 
+// crash publishes batch[:n] of a commit the way Append does and stops
+// before committing, like a writer that died.
+func crash(t *testing.T, s *JetStreamStore, tape string, batch []Entry, n int, opts ...AppendOption) []uint64 {
+	t.Helper()
+	o, err := resolveAppendOptions(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, err := s.Index(t.Context(), tape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := numberEntries(batch, ix.LastID+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := s.lastSeq(t.Context(), s.names.Tape(tape))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := s.newWriter(tape, batch, o)
+	w.rev = ix.Revision
+	seqs, err := w.publish(t.Context(), stored[:n], last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seqs
+}
+
+func TestJetStreamAdoptsOrphansOfTheSameCommit(t *testing.T) {
+	s := newFixture(t).store(t)
+	ctx := t.Context()
+	if _, err := s.Append(ctx, "t", []Entry{userMsg("first")}); err != nil {
+		t.Fatal(err)
+	}
+	batch := []Entry{userMsg("a"), userMsg("b"), userMsg("c")}
+	for i := range batch {
+		batch[i].Date = "2024-01-01T00:00:0" + fmt.Sprint(i) + "+00:00"
+	}
+	crash(t, s, "t", batch, 2, WithCommitID("run-1"))
+	wantContents(t, s, "t", "1:first") // uncommitted entries stay invisible
+
+	retry := slices.Clone(batch)
+	for i := range retry {
+		retry[i].Date = "2025-01-01T00:00:00+00:00"
+	}
+	stored, err := s.Append(ctx, "t", retry, WithCommitID("run-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dates := []string{stored[0].Date, stored[1].Date, stored[2].Date}
+	if want := []string{batch[0].Date, batch[1].Date, retry[2].Date}; !slices.Equal(dates, want) {
+		t.Fatalf("dates %q, want the two adopted entries then the new one %q", dates, want)
+	}
+	wantContents(t, s, "t", "1:first", "2:a", "3:b", "4:c")
+
+	// A crash after the whole batch but before the commit.
+	crash(t, s, "t", []Entry{userMsg("d")}, 1, WithCommitID("run-2"))
+	if _, err := s.Append(ctx, "t", []Entry{userMsg("d")}, WithCommitID("run-2")); err != nil {
+		t.Fatal(err)
+	}
+	wantContents(t, s, "t", "1:first", "2:a", "3:b", "4:c", "5:d")
+}
+
+func TestJetStreamDeletesOrphansOfOtherWriters(t *testing.T) {
+	f := newFixture(t)
+	s := f.store(t, WithOrphanGrace(0))
+	ctx := t.Context()
+	if _, err := s.Append(ctx, "t", []Entry{userMsg("first")}); err != nil {
+		t.Fatal(err)
+	}
+	crash(t, s, "t", []Entry{userMsg("x"), userMsg("y"), userMsg("z")}, 2, WithCommitID("run-x"))
+	_, js := f.srv.JetStream(t)
+	if _, err := js.Publish(ctx, f.names.Tape("t"), []byte("not an entry")); err != nil {
+		t.Fatal(err)
+	}
+	wantContents(t, s, "t", "1:first")
+	if got, err := s.Fetch(ctx, "t", All().Limit(5)); err != nil || len(got) != 1 {
+		t.Fatalf("limited read past the committed range: %v, %v", contents(t, got), err)
+	}
+
+	stored, err := s.Append(ctx, "t", []Entry{userMsg("b"), userMsg("c")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := contents(t, stored); !slices.Equal(got, []string{"2:b", "3:c"}) {
+		t.Fatalf("stored %q", got)
+	}
+	wantContents(t, s, "t", "1:first", "2:b", "3:c")
+	// run-x never committed, so it is recorded now, in full.
+	if _, err := s.Append(ctx, "t", []Entry{userMsg("x"), userMsg("y"), userMsg("z")}, WithCommitID("run-x")); err != nil {
+		t.Fatal(err)
+	}
+	wantContents(t, s, "t", "1:first", "2:b", "3:c", "4:x", "5:y", "6:z")
+}
+
+func TestJetStreamWaitsForALiveWriter(t *testing.T) {
+	f := newFixture(t)
+	a, b := f.store(t), f.store(t, WithOrphanGrace(time.Minute))
+	ctx := t.Context()
+	if _, err := a.Append(ctx, "t", []Entry{userMsg("first")}); err != nil {
+		t.Fatal(err)
+	}
+	run := []Entry{userMsg("a1"), userMsg("a2"), userMsg("a3")}
+	crash(t, a, "t", run, 2, WithCommitID("run-a")) // a is "still publishing"
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Append(ctx, "t", []Entry{userMsg("b")})
+		done <- err
+	}()
+	if _, err := a.Append(ctx, "t", run, WithCommitID("run-a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	wantContents(t, a, "t", "1:first", "2:a1", "3:a2", "4:a3", "5:b")
+}
+
 // TestJetStreamDropsWhatADeadWriterLeft: a writer that died half-way
 // through its batch (no commit) leaves nothing a reader sees, and the
 // next append neither waits for it nor meets its entries.
@@ -110,10 +230,10 @@ func TestJetStreamDropsWhatADeadWriterLeft(t *testing.T) {
 	}
 }
 
-// TestJetStreamCommitWhoseAnswerWasLost: a batch sent again with the same
-// ids after its acknowledgement was lost is recognised as stored (commit
-// returns 0), on one server and on a 3-node cluster, and stores nothing
-// twice; with or without a commit id.
+// TestJetStreamCommitWhoseAnswerWasLost: a commit sent again with the same
+// ids after its acknowledgement was lost is recognised as stored, as a
+// checked chain on one server and as an atomic batch on a 3-node cluster,
+// and stores nothing twice; with or without a commit id.
 func TestJetStreamCommitWhoseAnswerWasLost(t *testing.T) {
 	single := newFixture(t)
 	cluster := natstest.StartCluster(t, 3)
@@ -137,6 +257,9 @@ func TestJetStreamCommitWhoseAnswerWasLost(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := c.store(t)
+			if s.atomic != (c.name == "cluster") {
+				t.Fatalf("atomic batches %v on %s", s.atomic, c.name)
+			}
 			ctx := t.Context()
 			for i, o := range []appendOptions{{commitID: "run-1"}, {}} {
 				tape := fmt.Sprintf("t%d", i)
@@ -145,16 +268,23 @@ func TestJetStreamCommitWhoseAnswerWasLost(t *testing.T) {
 					t.Fatal(err)
 				}
 				w := s.newWriter(tape, []Entry{userMsg("a"), userMsg("b")}, o)
+				w.rev = ix.Revision
 				stored, err := numberEntries(w.entries, 1)
 				if err != nil {
 					t.Fatal(err)
 				}
-				nx := ix.next(stored, make([]uint64, len(stored)), o)
-				if seq, err := w.commit(ctx, ix.Revision, stored, nx); err != nil || seq == 0 {
-					t.Fatalf("first commit: %d, %v", seq, err)
+				nx, err := w.write(ctx, ix, stored)
+				if err != nil || nx.Revision == 0 || nx.Seq != nx.Revision-1 && s.atomic {
+					t.Fatalf("first commit: %+v, %v", nx, err)
 				}
-				if seq, err := w.commit(ctx, ix.Revision, stored, nx); err != nil || seq != 0 {
-					t.Fatalf("the same batch again: %d, %v; want 0 (stored before)", seq, err)
+				// A batch is answered as a duplicate (no revision); a
+				// chain adopts its own entries, and its index, which
+				// one server checks before the duplicate window, finds
+				// the tape moved on (the append then reads the index
+				// again, and a commit id finds its commit there).
+				again, err := w.write(ctx, ix, stored)
+				if s.atomic && (err != nil || again.Revision != 0) || !s.atomic && !errors.Is(err, errRetry) {
+					t.Fatalf("the same commit again: %+v, %v", again, err)
 				}
 				wantContents(t, s, tape, "1:a", "2:b")
 			}
@@ -246,8 +376,7 @@ func TestJetStreamRecoversFromAnInterruptedReset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reset := appendOptions{reset: true}
-	if _, err := s.newWriter("t", nil, reset).commit(ctx, ix.Revision, nil, ix.next(nil, nil, reset)); err != nil {
+	if _, err := s.putIndex(ctx, ix.next(nil, nil, appendOptions{reset: true}), ix.Revision, "reset"); err != nil {
 		t.Fatal(err)
 	}
 	wantContents(t, s, "t")
@@ -304,7 +433,7 @@ func TestJetStreamStoreRebinds(t *testing.T) {
 	if _, err := NewJetStreamStore(t.Context(), js, other, WithoutProvisioning()); err == nil {
 		t.Fatal("binding to a missing stream succeeded")
 	}
-	for _, opt := range []JetStreamOption{WithReplicas(0), WithEntryCache(-1)} {
+	for _, opt := range []JetStreamOption{WithReplicas(0), WithOrphanGrace(-time.Second), WithEntryCache(-1)} {
 		if _, err := NewJetStreamStore(t.Context(), js, other, opt); err == nil {
 			t.Fatal("invalid option accepted")
 		}
@@ -375,4 +504,37 @@ func TestJetStreamRefusesMoreThanOneBatch(t *testing.T) {
 	if _, err := s.Append(t.Context(), "t", batch[1:]); err != nil {
 		t.Fatalf("append of %d entries: %v", MaxJetStreamAppend, err)
 	}
+}
+
+// On a replicated stream the leader answers a message id it stored within
+// the duplicate window as a duplicate before it checks the expected last
+// sequence: a commit retried after a crash must adopt its own stored
+// entries from that answer (not take it for another writer and retry
+// until the window has passed).
+func TestJetStreamAdoptsOrphansOnACluster(t *testing.T) {
+	c := natstest.StartCluster(t, 3)
+	names, err := subjects.New(fmt.Sprintf("i%d", internalPrefixes.Add(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, js := c.Servers[0].JetStream(t)
+	s, err := NewJetStreamStore(t.Context(), js, names, WithReplicas(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if _, err := s.Append(ctx, "t", []Entry{userMsg("first")}); err != nil {
+		t.Fatal(err)
+	}
+	crash(t, s, "t", []Entry{userMsg("a"), userMsg("b"), userMsg("c")}, 2, WithCommitID("run-1"))
+	start := time.Now()
+	if _, err := s.Append(ctx, "t", []Entry{userMsg("a"), userMsg("b"), userMsg("c")}, WithCommitID("run-1")); err != nil {
+		t.Fatalf("retrying the commit after %v: %v", time.Since(start), err)
+	}
+	wantContents(t, s, "t", "1:first", "2:a", "3:b", "4:c")
+	crash(t, s, "t", []Entry{userMsg("d")}, 1, WithCommitID("run-2"))
+	if _, err := s.Append(ctx, "t", []Entry{userMsg("d")}, WithCommitID("run-2")); err != nil {
+		t.Fatal(err)
+	}
+	wantContents(t, s, "t", "1:first", "2:a", "3:b", "4:c", "5:d")
 }
