@@ -120,7 +120,8 @@ func TestEveryBubMessageIsACloudEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := slices.Sorted(maps.Keys(checked))
-	for _, want := range []string{"core " + names.Tape(sampleMeta.SessionID), "stream " + names.TapesStream() + " " + names.Tape(sampleMeta.SessionID), "stream " + names.EventsStream()} {
+	for _, want := range []string{"core " + names.Tape(sampleMeta.SessionID), "stream " + names.TapesStream() + " " + names.Tape(sampleMeta.SessionID),
+		"core " + names.TapeIndex(sampleMeta.SessionID), "stream " + names.TapesStream() + " " + names.TapeIndex(sampleMeta.SessionID), "stream " + names.EventsStream()} {
 		if !slices.ContainsFunc(seen, func(s string) bool { return strings.HasPrefix(s, want) }) {
 			t.Errorf("checked no message of %s; checked %q", want, seen)
 		}

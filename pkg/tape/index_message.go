@@ -69,7 +69,7 @@ var errNotIndex = errors.New("not a " + IndexEventType + " event with its index 
 // sequence own names 0: those of the n entries of its own batch, stored
 // consecutively just before it, ids LastID-n+1 … LastID.
 func (ix *Index) resolve(own uint64, n int) {
-	if n == 0 || own <= uint64(n) {
+	if n <= 0 || own <= uint64(n) || ix.LastID < int64(n) {
 		return
 	}
 	first := ix.LastID - int64(n) + 1
@@ -78,14 +78,15 @@ func (ix *Index) resolve(own uint64, n int) {
 	if ix.FirstSeq == 0 {
 		ix.FirstSeq = pos(ix.LastID - ix.Entries + 1)
 	}
+	in := func(id int64) bool { return id >= first && id <= ix.LastID }
 	for i, a := range ix.RecentAnchors {
-		if a.Seq == 0 && a.ID >= first {
+		if a.Seq == 0 && in(a.ID) {
 			ix.RecentAnchors[i].Seq = pos(a.ID)
 		}
 	}
 	for i, c := range ix.Commits {
-		if c.Count > 0 && c.FirstSeq == 0 && c.FirstID >= first {
-			ix.Commits[i].FirstSeq, ix.Commits[i].LastSeq = pos(c.FirstID), pos(c.FirstID+int64(c.Count)-1)
+		if last := c.FirstID + int64(c.Count) - 1; c.Count > 0 && c.FirstSeq == 0 && in(c.FirstID) && in(last) {
+			ix.Commits[i].FirstSeq, ix.Commits[i].LastSeq = pos(c.FirstID), pos(last)
 		}
 	}
 }
