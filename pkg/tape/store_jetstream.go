@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"net/url"
 	"slices"
 	"strconv"
@@ -16,7 +17,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/synadia-io/orbit.go/jetstreamext"
 
 	"github.com/bubbus/bub/pkg/jsretry"
 	"github.com/bubbus/bub/pkg/subjects"
@@ -406,17 +406,22 @@ func (s *JetStreamStore) scan(ctx context.Context, subj string, start, end uint6
 		// allows them, which any replica answers: scan reads the leader)
 		return s.scanByGets(ctx, subj, start, end, limit, fn)
 	}
+	return s.consume(ctx, jetstream.ConsumerConfig{
+		DeliverPolicy: jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:   start,
+		FilterSubject: subj,
+	}, end, limit, fn)
+}
+
+// consume calls fn for each message a short-lived ephemeral consumer of
+// cfg delivers now, in order, up to stream sequence end and at most limit
+// of them when limit > 0, and deletes the consumer when done.
+func (s *JetStreamStore) consume(ctx context.Context, cfg jetstream.ConsumerConfig, end uint64, limit int, fn func(seq uint64, msgID string, data []byte) error) error {
+	cfg.AckPolicy, cfg.MemoryStorage, cfg.Replicas = jetstream.AckNonePolicy, true, 1
+	cfg.InactiveThreshold = time.Minute // only if the delete below is lost
 	var cons jetstream.Consumer
 	err := jsretry.Read(ctx, func(ctx context.Context) (err error) {
-		cons, err = s.stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
-			DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
-			OptStartSeq:       start,
-			FilterSubject:     subj,
-			AckPolicy:         jetstream.AckNonePolicy,
-			MemoryStorage:     true,
-			Replicas:          1,
-			InactiveThreshold: time.Minute, // only if the delete below is lost
-		})
+		cons, err = s.stream.CreateConsumer(ctx, cfg)
 		return err
 	})
 	if err != nil {
@@ -509,28 +514,25 @@ func (s *JetStreamStore) scanByGets(ctx context.Context, subj string, start, end
 	return nil
 }
 
-// List implements [Lister]: the last index message of every tape, read
-// with batched direct gets.
+// List implements [Lister]: it reads the last index message of every
+// tape through one short-lived consumer.
 func (s *JetStreamStore) List(ctx context.Context) ([]string, error) {
-	msgs, err := jetstreamext.GetLastMsgsFor(ctx, s.js, s.names.TapesStream(), []string{s.names.TapeIndexesAll()})
-	if err != nil {
-		return nil, fmt.Errorf("listing tapes: %w", err)
-	}
 	var names []string
-	for m, err := range msgs {
-		if errors.Is(err, jetstreamext.ErrNoMessages) {
-			break
-		}
+	err := s.consume(ctx, jetstream.ConsumerConfig{
+		DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy,
+		FilterSubject: s.names.TapeIndexesAll(),
+	}, math.MaxUint64, 0, func(seq uint64, _ string, data []byte) error {
+		ix, err := decodeIndex("", seq, data)
 		if err != nil {
-			return nil, fmt.Errorf("listing tapes: %w", err)
-		}
-		ix, err := decodeIndex("", m.Sequence, m.Data)
-		if err != nil {
-			return nil, fmt.Errorf("listing tapes: %s: %w", m.Subject, err)
+			return err
 		}
 		if ix.Entries > 0 {
 			names = append(names, ix.Tape)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing tapes: %w", err)
 	}
 	slices.Sort(names)
 	return names, nil

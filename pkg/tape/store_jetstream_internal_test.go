@@ -538,3 +538,20 @@ func TestJetStreamAdoptsOrphansOnACluster(t *testing.T) {
 	}
 	wantContents(t, s, "t", "1:first", "2:a", "3:b", "4:c", "5:d")
 }
+
+// TestJetStreamListsMoreTapesThanOneRead: List reads every tape's index
+// however many there are (more than one fetch, or one batched direct get,
+// returns).
+func TestJetStreamListsMoreTapesThanOneRead(t *testing.T) {
+	s := newFixture(t).store(t)
+	const n = fetchChunk + 50
+	for i := range n {
+		if _, err := s.Append(t.Context(), fmt.Sprintf("t%04d", i), []Entry{userMsg("x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.List(t.Context())
+	if err != nil || len(got) != n || got[0] != "t0000" || got[n-1] != fmt.Sprintf("t%04d", n-1) {
+		t.Fatalf("listed %d tapes (%v), want %d", len(got), err, n)
+	}
+}
