@@ -162,15 +162,7 @@ func TestGoldenExamples(t *testing.T) {
 				body = normalise(t, body, i+1)
 			}
 			want := exampleJSON(t, body)
-			path := filepath.Join(docsDir, name+".example.json")
-			if updateGolden() {
-				if err := os.WriteFile(path, want, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if got := readFile(t, path); !bytes.Equal(got, want) {
-				t.Fatalf("%s is stale; run go test ./pkg/events -run TestGoldenExamples -update (or BUB_UPDATE_GOLDEN=1)\ngot:\n%s\nwant:\n%s", path, got, want)
-			}
+			compareGolden(t, name, want)
 			checkExample(t, schemas, name, typ, want)
 		})
 	}
@@ -186,15 +178,7 @@ func TestGoldenExamples(t *testing.T) {
 			}
 			c.check(t, raw)
 			want := exampleJSON(t, normalise(t, raw, 0))
-			path := filepath.Join(docsDir, name+".example.json")
-			if updateGolden() {
-				if err := os.WriteFile(path, want, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if got := readFile(t, path); !bytes.Equal(got, want) {
-				t.Fatalf("%s is stale; run go test ./pkg/events -run TestGoldenExamples -update (or BUB_UPDATE_GOLDEN=1)\ngot:\n%s\nwant:\n%s", path, got, want)
-			}
+			compareGolden(t, name, want)
 			for _, err := range schemas.validate("cloudevent.schema.json", want) {
 				t.Errorf("CloudEvent attributes: %v", err)
 			}
@@ -206,6 +190,21 @@ func TestGoldenExamples(t *testing.T) {
 				t.Errorf("data: %v", err)
 			}
 		})
+	}
+}
+
+// compareGolden writes want as the example of name with -update, and
+// fails when the example file is not want.
+func compareGolden(t *testing.T, name string, want []byte) {
+	t.Helper()
+	path := filepath.Join(docsDir, name+".example.json")
+	if updateGolden() {
+		if err := os.WriteFile(path, want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := readFile(t, path); !bytes.Equal(got, want) {
+		t.Fatalf("%s is stale; run go test ./pkg/events -run TestGoldenExamples -update (or BUB_UPDATE_GOLDEN=1)\ngot:\n%s\nwant:\n%s", path, got, want)
 	}
 }
 
