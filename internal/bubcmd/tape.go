@@ -265,7 +265,7 @@ func tapeImport(env *Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			const chunk = tape.MaxJetStreamAppend
+			const chunk = 1000
 			for i := 0; i < len(entries); i += chunk {
 				batch := entries[i:min(i+chunk, len(entries))]
 				if _, err := c.store.Append(ctx, args[0], batch); err != nil {

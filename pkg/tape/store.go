@@ -86,9 +86,6 @@ var (
 	// ErrConflict means another writer kept changing the tape while an
 	// append or reset retried; the operation did not take effect.
 	ErrConflict = errors.New("tape: concurrent writer conflict")
-	// ErrTooLarge means one append holds more entries than the store can
-	// commit atomically ([MaxJetStreamAppend] for a [JetStreamStore]).
-	ErrTooLarge = errors.New("tape: too many entries for one atomic append")
 	// ErrBadLocation is returned by ReadArchive for a location the store
 	// did not produce.
 	ErrBadLocation = errors.New("tape: unknown archive location")

@@ -46,8 +46,10 @@ import (
 // its event id. How the batch goes out depends on the stream:
 //
 //   - On a replicated stream (R3, R5) it is one JetStream atomic batch
-//     (ADR-50, nats-server 2.12 and later): the stream stores all of it or
-//     nothing, consecutively, in one replication round. The positions of
+//     (ADR-50, nats-server 2.12 and later) of up to 999 entries and the
+//     index (a larger append goes out as a checked chain, below): the
+//     stream stores all of it or nothing, consecutively, in one
+//     replication round. The positions of
 //     its entries are known only once it is stored, so its index names
 //     them 0, and a reader derives them from the index message's own
 //     stream sequence. A batch sent again after its acknowledgement was

@@ -64,10 +64,8 @@ func appendNumbered(t *testing.T, s *JetStreamStore, tape string, n, anchorAt in
 		batch[i] = userMsg(fmt.Sprint(i))
 	}
 	batch[anchorAt] = Anchor("a", nil)
-	for i := 0; i < n; i += MaxJetStreamAppend {
-		if _, err := s.Append(t.Context(), tape, batch[i:min(i+MaxJetStreamAppend, n)]); err != nil {
-			t.Fatal(err)
-		}
+	if _, err := s.Append(t.Context(), tape, batch); err != nil {
+		t.Fatal(err)
 	}
 }
 

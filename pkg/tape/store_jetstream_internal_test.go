@@ -489,56 +489,6 @@ func TestJetStreamAppendFromAGivenIndex(t *testing.T) {
 	wantContents(t, s, "t", "1:a", "2:b", "3:c", "4:d")
 }
 
-// TestJetStreamRefusesMoreThanOneBatch: an append of more entries than one
-// atomic batch holds fails with ErrTooLarge and stores nothing.
-func TestJetStreamRefusesMoreThanOneBatch(t *testing.T) {
-	s := newFixture(t).store(t)
-	batch := make([]Entry, MaxJetStreamAppend+1)
-	for i := range batch {
-		batch[i] = userMsg(fmt.Sprint(i))
-	}
-	if _, err := s.Append(t.Context(), "t", batch); !errors.Is(err, ErrTooLarge) {
-		t.Fatalf("append of %d entries: %v, want ErrTooLarge", len(batch), err)
-	}
-	wantContents(t, s, "t")
-	if _, err := s.Append(t.Context(), "t", batch[1:]); err != nil {
-		t.Fatalf("append of %d entries: %v", MaxJetStreamAppend, err)
-	}
-}
-
-// On a replicated stream the leader answers a message id it stored within
-// the duplicate window as a duplicate before it checks the expected last
-// sequence: a commit retried after a crash must adopt its own stored
-// entries from that answer (not take it for another writer and retry
-// until the window has passed).
-func TestJetStreamAdoptsOrphansOnACluster(t *testing.T) {
-	c := natstest.StartCluster(t, 3)
-	names, err := subjects.New(fmt.Sprintf("i%d", internalPrefixes.Add(1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, js := c.Servers[0].JetStream(t)
-	s, err := NewJetStreamStore(t.Context(), js, names, WithReplicas(3))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := t.Context()
-	if _, err := s.Append(ctx, "t", []Entry{userMsg("first")}); err != nil {
-		t.Fatal(err)
-	}
-	crash(t, s, "t", []Entry{userMsg("a"), userMsg("b"), userMsg("c")}, 2, WithCommitID("run-1"))
-	start := time.Now()
-	if _, err := s.Append(ctx, "t", []Entry{userMsg("a"), userMsg("b"), userMsg("c")}, WithCommitID("run-1")); err != nil {
-		t.Fatalf("retrying the commit after %v: %v", time.Since(start), err)
-	}
-	wantContents(t, s, "t", "1:first", "2:a", "3:b", "4:c")
-	crash(t, s, "t", []Entry{userMsg("d")}, 1, WithCommitID("run-2"))
-	if _, err := s.Append(ctx, "t", []Entry{userMsg("d")}, WithCommitID("run-2")); err != nil {
-		t.Fatal(err)
-	}
-	wantContents(t, s, "t", "1:first", "2:a", "3:b", "4:c", "5:d")
-}
-
 // TestJetStreamListsMoreTapesThanOneRead: List reads every tape's index
 // however many there are (more than one fetch, or one batched direct get,
 // returns).

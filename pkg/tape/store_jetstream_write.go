@@ -23,10 +23,10 @@ import (
 // This file is the writing half of the JetStream adapter (see
 // [JetStreamStore] for the design).
 
-// MaxJetStreamAppend is the most entries one [JetStreamStore.Append] takes:
-// nats-server's default limit of an atomic batch is 1,000 messages, the
-// entries and the index. A larger append fails with [ErrTooLarge].
-const MaxJetStreamAppend = 999
+// maxBatchEntries is the most entries an append sends as one atomic
+// batch: nats-server's default limit of a batch is 1,000 messages, the
+// entries and the index. A larger append goes out as a checked chain.
+const maxBatchEntries = 999
 
 // Errors of one append attempt: errRetry makes Append start over from a
 // fresh index; errWait does the same after waiting for another writer,
@@ -56,9 +56,6 @@ func (s *JetStreamStore) Append(ctx context.Context, tape string, entries []Entr
 	o, err := resolveAppendOptions(opts)
 	if err != nil {
 		return nil, err
-	}
-	if len(entries) > MaxJetStreamAppend {
-		return nil, fmt.Errorf("appending to tape %q: %d entries in one append, at most %d: %w", tape, len(entries), MaxJetStreamAppend, ErrTooLarge)
 	}
 	w := s.newWriter(tape, entries, o)
 	mu := s.lock(tape)
@@ -189,7 +186,7 @@ func (w *writer) write(ctx context.Context, ix Index, stored []Entry) (Index, er
 	for repaired := false; ; repaired = true {
 		var nx Index
 		var err error
-		if w.s.atomic {
+		if w.s.atomic && len(stored)-len(adopted) <= maxBatchEntries {
 			nx, err = w.sendBatch(ctx, ix, stored, adopted, tail)
 		} else {
 			nx, err = w.sendChain(ctx, ix, stored, adopted, tail)
