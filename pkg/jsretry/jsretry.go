@@ -17,13 +17,19 @@ const (
 	errCodeReconfigureInProgress jetstream.ErrorCode = 10226
 	// a consumer scaled before its stream's concurrent scale-up is seen
 	errCodeReplicasExceedStream jetstream.ErrorCode = 10126
+	// an atomic batch the server dropped before its commit (its stream's
+	// leader changed half-way), and one refused while too many batches
+	// are open on the stream: sent again as a new batch, it may succeed
+	errCodeBatchIncomplete      jetstream.ErrorCode = 10176
+	errCodeBatchTooManyInflight jetstream.ErrorCode = 10210
 )
 
 // Transient reports whether err is worth retrying while a cluster elects
 // leaders, a server leaves (the connection moves to another) or several
 // services update the topology at once: timeouts, a dropped connection,
-// no responders, no response from the stream, JetStream 503s and
-// "already in progress".
+// no responders, no response from the stream, JetStream 503s,
+// "already in progress", and an atomic batch dropped half-way or refused
+// for too many open batches.
 func Transient(err error) bool {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrDisconnected) ||
 		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) {
@@ -32,7 +38,8 @@ func Transient(err error) bool {
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) {
 		switch apiErr.ErrorCode {
-		case jetstream.JSErrCodeStreamNameInUse, jetstream.JSErrCodeConsumerExists, jetstream.JSErrCodeConsumerAlreadyExists, errCodeMemberChangeInflight, errCodeReconfigureInProgress, errCodeReplicasExceedStream:
+		case jetstream.JSErrCodeStreamNameInUse, jetstream.JSErrCodeConsumerExists, jetstream.JSErrCodeConsumerAlreadyExists, errCodeMemberChangeInflight, errCodeReconfigureInProgress, errCodeReplicasExceedStream,
+			errCodeBatchIncomplete, errCodeBatchTooManyInflight:
 			return true
 		}
 		return apiErr.Code == 503

@@ -23,6 +23,8 @@ func TestTransient(t *testing.T) {
 		{&jetstream.APIError{Code: 400, ErrorCode: jetstream.JSErrCodeStreamNameInUse}, true},
 		{&jetstream.APIError{Code: 400, ErrorCode: errCodeReconfigureInProgress}, true},
 		{&jetstream.APIError{Code: 503, ErrorCode: 10008}, true},
+		{&jetstream.APIError{Code: 400, ErrorCode: errCodeBatchIncomplete}, true},
+		{&jetstream.APIError{Code: 429, ErrorCode: errCodeBatchTooManyInflight}, true},
 		{&jetstream.APIError{Code: 400, ErrorCode: jetstream.JSErrCodeBadRequest}, false},
 		{errors.New("boom"), false},
 	} {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	mathrand "math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -38,18 +39,10 @@ var (
 	errTail  = errors.New("tape: unexpected last entry")
 )
 
-// Atomic batch errors of nats-server (its errors.json).
-const (
-	// errCodeBatchDuplicate: a message of the batch has the id of a
-	// stored one.
-	errCodeBatchDuplicate = 10201
-	// errCodeBatchIncomplete: the server dropped the batch before its
-	// commit (a leader change, or its first messages lost).
-	errCodeBatchIncomplete = 10176
-	// errCodeBatchTooManyInflight: too many batches at once on the
-	// stream.
-	errCodeBatchTooManyInflight = 10210
-)
+// errCodeBatchDuplicate is nats-server's error of an atomic batch holding
+// a message with the id of a stored one (its errors.json). A batch
+// dropped half-way is retried as transient (jsretry).
+const errCodeBatchDuplicate = 10201
 
 // Append implements [Appender].
 func (s *JetStreamStore) Append(ctx context.Context, tape string, entries []Entry, opts ...AppendOption) ([]Entry, error) {
@@ -263,9 +256,6 @@ func (w *writer) sendBatch(ctx context.Context, ix Index, stored []Entry, adopte
 		ack, err := b.CommitMsg(ctx, msgs[len(msgs)-1])
 		if err == nil {
 			seq = ack.Sequence
-		}
-		if isAPIError(err, errCodeBatchIncomplete, errCodeBatchTooManyInflight) {
-			return fmt.Errorf("%w (%w)", err, nats.ErrTimeout) // transient: send it again
 		}
 		return err
 	})
@@ -511,15 +501,7 @@ func isWrongLastSeq(err error) bool {
 
 func isAPIError(err error, codes ...jetstream.ErrorCode) bool {
 	var apiErr *jetstream.APIError
-	if !errors.As(err, &apiErr) {
-		return false
-	}
-	for _, c := range codes {
-		if apiErr.ErrorCode == c {
-			return true
-		}
-	}
-	return false
+	return errors.As(err, &apiErr) && slices.Contains(codes, apiErr.ErrorCode)
 }
 
 // publishError maps a failed checked publish: a wrong last sequence means
