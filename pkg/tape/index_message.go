@@ -5,10 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/bubbus/bub/pkg/internal/cewire"
 	"github.com/bubbus/bub/pkg/internal/jsonesc"
+	"github.com/bubbus/bub/pkg/subjects"
 )
 
 // This file is the form of a tape's index as a NATS message of the tapes
@@ -38,6 +43,17 @@ func appendIndexMessage(b []byte, m entryMessage, ix Index, n int) []byte {
 	b = append(b, dataKey...)
 	b = append(b, data...)
 	return append(b, '}')
+}
+
+// indexMessage is the message of index ix, committing the n entries
+// published just before it, with event id id and source source: it
+// expects the tape's index to be at revision rev (0: none yet) and rolls
+// up the older ones.
+func indexMessage(names subjects.Names, source string, ix Index, n int, rev uint64, id string) *nats.Msg {
+	m := &nats.Msg{Subject: names.TapeIndex(ix.Tape), Data: appendIndexMessage(nil, entryMessage{id: id, source: source, session: ix.Tape}, ix, n), Header: messageHeader(id)}
+	m.Header[jetstream.ExpectedLastSubjSeqHeader] = []string{strconv.FormatUint(rev, 10)}
+	m.Header[jetstream.MsgRollup] = []string{jetstream.MsgRollupSubject}
+	return m
 }
 
 // decodeIndex returns the index an index message at stream sequence seq

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/bubbus/bub/pkg/subjects"
@@ -28,32 +27,43 @@ func MigrateIndexBucket(ctx context.Context, js jetstream.JetStream, names subje
 	if err != nil {
 		return 0, fmt.Errorf("migrating tape indexes: %w", err)
 	}
-	keys, err := kv.ListKeys(ctx)
+	// One watch delivers every index, as a get per key would.
+	w, err := kv.WatchAll(ctx, jetstream.IgnoreDeletes())
 	if err != nil {
 		return 0, fmt.Errorf("migrating tape indexes: %w", err)
 	}
+	defer w.Stop()
 	source := storeSource(js)
 	n := 0
-	for key := range keys.Keys() {
-		e, err := kv.Get(ctx, key)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			continue // another process migrated and deleted it
+	for {
+		var e jetstream.KeyValueEntry
+		var open bool
+		select {
+		case e, open = <-w.Updates():
+		case <-ctx.Done():
+			return n, fmt.Errorf("migrating tape indexes: %w", ctx.Err())
 		}
-		if err != nil {
-			return n, fmt.Errorf("migrating tape index %s: %w", key, err)
+		if !open {
+			// Another process migrated and deleted the bucket meanwhile,
+			// or the connection closed.
+			if _, err := js.KeyValue(ctx, names.TapeIndexBucket()); !errors.Is(err, jetstream.ErrBucketNotFound) {
+				return n, fmt.Errorf("migrating tape indexes: the watch of %s ended early (%v)", names.TapeIndexBucket(), err)
+			}
+			return n, nil
+		}
+		if e == nil {
+			break // every index read
 		}
 		var ix Index
 		if err := json.Unmarshal(e.Value(), &ix); err != nil || ix.Tape == "" {
-			return n, fmt.Errorf("migrating tape index %s: not an index: %v", key, err)
+			return n, fmt.Errorf("migrating tape index %s: not an index: %v", e.Key(), err)
 		}
-		id := subjects.Token(ix.Tape) + ":index:migrated:0"
-		m := &nats.Msg{Subject: names.TapeIndex(ix.Tape), Data: appendIndexMessage(nil, entryMessage{id: id, source: source, session: ix.Tape}, ix, 0), Header: messageHeader(id)}
-		_, err = js.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(0))
-		if isAPIError(err, jetstream.JSErrCodeStreamWrongLastSequence) {
+		ack, err := js.PublishMsg(ctx, indexMessage(names, source, ix, 0, 0, subjects.Token(ix.Tape)+":index:migrated:0"))
+		if isWrongLastSeq(err) || err == nil && ack.Duplicate {
 			continue // on the stream already
 		}
 		if err != nil {
-			return n, fmt.Errorf("migrating tape index %s: %w", key, err)
+			return n, fmt.Errorf("migrating tape index %s: %w", e.Key(), err)
 		}
 		n++
 	}

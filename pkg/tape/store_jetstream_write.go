@@ -239,7 +239,7 @@ func (w *writer) sendBatch(ctx context.Context, ix Index, stored []Entry, adopte
 		}
 		msgs = append(msgs, msg)
 	}
-	msgs = append(msgs, s.indexMessage(nx, len(fresh), w.rev, w.msgID("index")))
+	msgs = append(msgs, indexMessage(s.names, s.source, nx, len(fresh), w.rev, w.msgID("index")))
 	var seq uint64
 	err := jsretry.Read(ctx, func(ctx context.Context) error {
 		// Each attempt is a new batch: one that lost its leader half-way
@@ -284,21 +284,11 @@ func (w *writer) sendBatch(ctx context.Context, ix Index, stored []Entry, adopte
 	return Index{}, errRetry // the index moved: another writer committed
 }
 
-// indexMessage is the message of index ix, committing the n entries
-// published just before it, that expects the tape's index to be at
-// revision rev (0: none yet) and rolls up the older ones.
-func (s *JetStreamStore) indexMessage(ix Index, n int, rev uint64, id string) *nats.Msg {
-	m := &nats.Msg{Subject: s.names.TapeIndex(ix.Tape), Data: appendIndexMessage(nil, entryMessage{id: id, source: s.source, session: ix.Tape}, ix, n), Header: messageHeader(id)}
-	m.Header[jetstream.ExpectedLastSubjSeqHeader] = []string{strconv.FormatUint(rev, 10)}
-	m.Header[jetstream.MsgRollup] = []string{jetstream.MsgRollupSubject}
-	return m
-}
-
 // putIndex publishes ix, whose positions are all known, if the tape's
 // index is still at revision rev, and returns its revision. A lost
 // compare-and-set returns errRetry.
 func (s *JetStreamStore) putIndex(ctx context.Context, ix Index, rev uint64, id string) (uint64, error) {
-	m := s.indexMessage(ix, 0, rev, id)
+	m := indexMessage(s.names, s.source, ix, 0, rev, id)
 	// Transient errors (the stream electing a leader) are retried with
 	// the same message id: an attempt that was stored although its answer
 	// got lost answers the next one as a duplicate, with its sequence.
