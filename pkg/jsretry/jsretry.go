@@ -58,13 +58,12 @@ type Backoff struct {
 // and returns op's last error. Before each wait it calls onRetry (when
 // not nil) with the attempt that failed, the wait and the error.
 func (b Backoff) Do(ctx context.Context, deadline time.Time, onRetry func(attempt int, wait time.Duration, err error), op func(context.Context) error) error {
-	wait := b.First
 	for attempt := 1; ; attempt++ {
 		err := op(ctx)
 		if err == nil || !Transient(err) || ctx.Err() != nil {
 			return err
 		}
-		sleep := wait/2 + rand.N(wait)
+		sleep := b.Wait(attempt)
 		if time.Now().Add(sleep).After(deadline) {
 			return err
 		}
@@ -76,8 +75,17 @@ func (b Backoff) Do(ctx context.Context, deadline time.Time, onRetry func(attemp
 			return err
 		case <-time.After(sleep):
 		}
+	}
+}
+
+// Wait is the jittered wait after failed attempt n (1 = the first):
+// First doubled n-1 times, at most Max, times 0.5–1.5.
+func (b Backoff) Wait(n int) time.Duration {
+	wait := b.First
+	for i := 1; i < n && wait < b.Max; i++ {
 		wait = min(2*wait, b.Max)
 	}
+	return wait/2 + rand.N(wait)
 }
 
 // A long-running pull (jetstream.Consumer.Messages) parks its pull

@@ -60,3 +60,16 @@ func TestDo(t *testing.T) {
 		t.Fatalf("bounded: %v after %v", err, time.Since(start))
 	}
 }
+
+// TestWait: the n-th wait is First doubled n-1 times, capped at Max, and
+// jittered to 0.5–1.5 of that.
+func TestWait(t *testing.T) {
+	b := Backoff{First: 10 * time.Millisecond, Max: 40 * time.Millisecond}
+	for n, base := range map[int]time.Duration{1: 10 * time.Millisecond, 2: 20 * time.Millisecond, 3: 40 * time.Millisecond, 9: 40 * time.Millisecond} {
+		for range 50 {
+			if w := b.Wait(n); w < base/2 || w >= base*3/2 {
+				t.Fatalf("Wait(%d) = %v, want within [%v, %v)", n, w, base/2, base*3/2)
+			}
+		}
+	}
+}

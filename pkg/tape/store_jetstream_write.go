@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	mathrand "math/rand/v2"
 	"slices"
 	"strconv"
 	"sync"
@@ -44,6 +43,10 @@ var (
 // dropped half-way is retried as transient (jsretry).
 const errCodeBatchDuplicate = 10201
 
+// conflictBackoff spaces the attempts of an append that lost the tape's
+// compare-and-set to another writer.
+var conflictBackoff = jsretry.Backoff{First: time.Millisecond, Max: 128 * time.Millisecond}
+
 // Append implements [Appender].
 func (s *JetStreamStore) Append(ctx context.Context, tape string, entries []Entry, opts ...AppendOption) ([]Entry, error) {
 	o, err := resolveAppendOptions(opts)
@@ -63,12 +66,14 @@ func (s *JetStreamStore) Append(ctx context.Context, tape string, entries []Entr
 			// Another writer committed first: let it get ahead, more so
 			// each time, so that writers of one tape do not keep taking
 			// each other's turn.
+			if attempts++; attempts == maxAppendAttempts {
+				break
+			}
 			select {
-			case <-time.After(mathrand.N(time.Millisecond << min(attempts, 8))):
+			case <-time.After(conflictBackoff.Wait(attempts)):
 			case <-ctx.Done():
 				return nil, fmt.Errorf("appending to tape %q: %w", tape, ctx.Err())
 			}
-			attempts++
 			continue
 		}
 		if err != nil {
