@@ -68,12 +68,8 @@ func TestApplyCheckNamesTheFirstMissingStream(t *testing.T) {
 // making it; Check accepts tuned limits but names an incompatible
 // setting.
 func TestApplyUpdatesWhatDiffersWithOneLogLine(t *testing.T) {
-	_, js := natstest.Start(t).JetStream(t)
-	n := subjects.Default()
+	js, n := provisioned(t)
 	ctx := t.Context()
-	if err := EnsureTopology(ctx, js, n, Topology{}); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := Apply(ctx, js, n, Topology{}, Check, nil); err != nil {
 		t.Fatalf("check after provisioning: %v", err)
 	}
@@ -119,6 +115,17 @@ func TestApplyUpdatesWhatDiffersWithOneLogLine(t *testing.T) {
 	if lines := strings.Split(strings.TrimSpace(logs.String()), "\n"); len(lines) != 1 || !strings.Contains(lines[0], want) {
 		t.Errorf("log:\n%s\nwant one line with %s", logs.String(), want)
 	}
+}
+
+// provisioned is a new server with the default topology provisioned.
+func provisioned(t *testing.T) (jetstream.JetStream, subjects.Names) {
+	t.Helper()
+	_, js := natstest.Start(t).JetStream(t)
+	n := subjects.Default()
+	if err := EnsureTopology(t.Context(), js, n, Topology{}); err != nil {
+		t.Fatal(err)
+	}
+	return js, n
 }
 
 func mustStream(t *testing.T, js jetstream.JetStream, name string) jetstream.StreamConfig {
@@ -286,12 +293,8 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 // copies the index to it with one log line and deletes the bucket, and
 // the tape reads as before.
 func TestApplyUpgradesAnEarlierTapesStream(t *testing.T) {
-	_, js := natstest.Start(t).JetStream(t)
-	n := subjects.Default()
+	js, n := provisioned(t)
 	ctx := t.Context()
-	if err := EnsureTopology(ctx, js, n, Topology{}); err != nil {
-		t.Fatal(err)
-	}
 	if err := js.DeleteStream(ctx, n.TapesStream()); err != nil {
 		t.Fatal(err)
 	}

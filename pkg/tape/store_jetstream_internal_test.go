@@ -19,19 +19,29 @@ import (
 
 var internalPrefixes atomic.Int64
 
-// jsFixture is one embedded server with a fresh deployment prefix.
+// jsFixture is one embedded server, or a server of a cluster whose
+// stores keep the tapes at replicas, with a fresh deployment prefix.
 type jsFixture struct {
-	srv   *natstest.Server
-	names subjects.Names
+	srv      *natstest.Server
+	names    subjects.Names
+	replicas int
 }
 
-func newFixture(t *testing.T) jsFixture {
+func newFixture(t *testing.T) jsFixture { return onServer(t, natstest.Start(t), 1) }
+
+// newClusterFixture is a fixture on a server of cluster c: its stores
+// provision an R3 tapes stream, so they append atomic batches.
+func newClusterFixture(t *testing.T, c *natstest.Cluster) jsFixture {
+	return onServer(t, c.Servers[0], 3)
+}
+
+func onServer(t *testing.T, srv *natstest.Server, replicas int) jsFixture {
 	t.Helper()
 	names, err := subjects.New(fmt.Sprintf("i%d", internalPrefixes.Add(1)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return jsFixture{srv: natstest.Start(t), names: names}
+	return jsFixture{srv: srv, names: names, replicas: replicas}
 }
 
 // store returns a store on a new connection, as another process would
@@ -39,11 +49,22 @@ func newFixture(t *testing.T) jsFixture {
 func (f jsFixture) store(t *testing.T, opts ...JetStreamOption) *JetStreamStore {
 	t.Helper()
 	_, js := f.srv.JetStream(t)
-	s, err := NewJetStreamStore(t.Context(), js, f.names, opts...)
+	s, err := NewJetStreamStore(t.Context(), js, f.names, append([]JetStreamOption{WithReplicas(f.replicas)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// subjectMessages counts the messages stored on tape's subject, committed
+// or not.
+func subjectMessages(t *testing.T, s *JetStreamStore, tape string) uint64 {
+	t.Helper()
+	info, err := s.stream.Info(t.Context(), jetstream.WithSubjectFilter(s.names.Tape(tape)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.Subjects[s.names.Tape(tape)]
 }
 
 func userMsg(text string) Entry {
@@ -221,11 +242,7 @@ func TestJetStreamDropsWhatADeadWriterLeft(t *testing.T) {
 		t.Errorf("the append took %v", d)
 	}
 	wantContents(t, s, "t", "1:first", "2:second")
-	info, err := s.stream.Info(ctx, jetstream.WithSubjectFilter(f.names.Tape("t")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := info.State.Subjects[f.names.Tape("t")]; n != 2 {
+	if n := subjectMessages(t, s, "t"); n != 2 {
 		t.Fatalf("%d messages on the tape subject, want the 2 committed", n)
 	}
 }
@@ -235,28 +252,15 @@ func TestJetStreamDropsWhatADeadWriterLeft(t *testing.T) {
 // checked chain on one server and as an atomic batch on a 3-node cluster,
 // and stores nothing twice; with or without a commit id.
 func TestJetStreamCommitWhoseAnswerWasLost(t *testing.T) {
-	single := newFixture(t)
-	cluster := natstest.StartCluster(t, 3)
 	for _, c := range []struct {
-		name  string
-		store func(t *testing.T) *JetStreamStore
+		name    string
+		fixture jsFixture
 	}{
-		{"one server", func(t *testing.T) *JetStreamStore { return single.store(t) }},
-		{"cluster", func(t *testing.T) *JetStreamStore {
-			names, err := subjects.New(fmt.Sprintf("i%d", internalPrefixes.Add(1)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, js := cluster.Servers[0].JetStream(t)
-			s, err := NewJetStreamStore(t.Context(), js, names, WithReplicas(3))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return s
-		}},
+		{"one server", newFixture(t)},
+		{"cluster", newClusterFixture(t, natstest.StartCluster(t, 3))},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s := c.store(t)
+			s := c.fixture.store(t)
 			if s.atomic != (c.name == "cluster") {
 				t.Fatalf("atomic batches %v on %s", s.atomic, c.name)
 			}
@@ -384,11 +388,7 @@ func TestJetStreamRecoversFromAnInterruptedReset(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantContents(t, s, "t", "1:new")
-	info, err := s.stream.Info(ctx, jetstream.WithSubjectFilter(s.names.Tape("t")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := info.State.Subjects[s.names.Tape("t")]; n != 1 {
+	if n := subjectMessages(t, s, "t"); n != 1 {
 		t.Fatalf("%d messages left on the tape subject, want 1 (the leftovers purged)", n)
 	}
 }
@@ -487,6 +487,31 @@ func TestJetStreamAppendFromAGivenIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantContents(t, s, "t", "1:a", "2:b", "3:c", "4:d")
+}
+
+// On a replicated stream the leader answers a message id it stored within
+// the duplicate window as a duplicate before it checks the expected last
+// sequence: a commit retried after a crash must adopt its own stored
+// entries from that answer (not take it for another writer and retry
+// until the window has passed). There the retry is an atomic batch, which
+// adopts what the crashed chain stored and sends the rest.
+func TestJetStreamAdoptsOrphansOnACluster(t *testing.T) {
+	s := newClusterFixture(t, natstest.StartCluster(t, 3)).store(t)
+	ctx := t.Context()
+	if _, err := s.Append(ctx, "t", []Entry{userMsg("first")}); err != nil {
+		t.Fatal(err)
+	}
+	crash(t, s, "t", []Entry{userMsg("a"), userMsg("b"), userMsg("c")}, 2, WithCommitID("run-1"))
+	start := time.Now()
+	if _, err := s.Append(ctx, "t", []Entry{userMsg("a"), userMsg("b"), userMsg("c")}, WithCommitID("run-1")); err != nil {
+		t.Fatalf("retrying the commit after %v: %v", time.Since(start), err)
+	}
+	wantContents(t, s, "t", "1:first", "2:a", "3:b", "4:c")
+	crash(t, s, "t", []Entry{userMsg("d")}, 1, WithCommitID("run-2"))
+	if _, err := s.Append(ctx, "t", []Entry{userMsg("d")}, WithCommitID("run-2")); err != nil {
+		t.Fatal(err)
+	}
+	wantContents(t, s, "t", "1:first", "2:a", "3:b", "4:c", "5:d")
 }
 
 // TestJetStreamListsMoreTapesThanOneRead: List reads every tape's index
