@@ -18,10 +18,19 @@ import (
 	"github.com/bubbus/bub/pkg/tape"
 )
 
+// testCtx is t's context, ended after two minutes: a test waiting on a
+// JetStream call that never answers fails with its name instead of
+// holding the package until go test's timeout.
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 func streamNames(t *testing.T, js jetstream.JetStream) []string {
 	t.Helper()
 	var names []string
-	l := js.StreamNames(t.Context())
+	l := js.StreamNames(testCtx(t))
 	for n := range l.Name() {
 		names = append(names, n)
 	}
@@ -38,14 +47,14 @@ func streamNames(t *testing.T, js jetstream.JetStream) []string {
 func TestApplyCheckNamesTheFirstMissingStream(t *testing.T) {
 	_, js := natstest.Start(t).JetStream(t)
 	n := subjects.Default()
-	_, err := Apply(t.Context(), js, n, Topology{NoProvision: true}, Check, nil)
+	_, err := Apply(testCtx(t), js, n, Topology{NoProvision: true}, Check, nil)
 	if !errors.Is(err, ErrIncompatible) || !strings.Contains(err.Error(), "stream BUB_INBOUND is missing") {
 		t.Fatalf("check on an empty server: %v", err)
 	}
 	if !strings.Contains(err.Error(), "stream BUB_TAPES is missing") || !strings.Contains(err.Error(), "bucket bub_delivered is missing") || !strings.Contains(err.Error(), "consumer workers on stream BUB_INBOUND is missing") {
 		t.Errorf("the error does not name every missing resource: %v", err)
 	}
-	changes, err := Apply(t.Context(), js, n, Topology{}, DryRun, nil)
+	changes, err := Apply(testCtx(t), js, n, Topology{}, DryRun, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +78,7 @@ func TestApplyCheckNamesTheFirstMissingStream(t *testing.T) {
 // setting.
 func TestApplyUpdatesWhatDiffersWithOneLogLine(t *testing.T) {
 	js, n := provisioned(t)
-	ctx := t.Context()
+	ctx := testCtx(t)
 	if _, err := Apply(ctx, js, n, Topology{}, Check, nil); err != nil {
 		t.Fatalf("check after provisioning: %v", err)
 	}
@@ -122,7 +131,7 @@ func provisioned(t *testing.T) (jetstream.JetStream, subjects.Names) {
 	t.Helper()
 	_, js := natstest.Start(t).JetStream(t)
 	n := subjects.Default()
-	if err := EnsureTopology(t.Context(), js, n, Topology{}); err != nil {
+	if err := EnsureTopology(testCtx(t), js, n, Topology{}); err != nil {
 		t.Fatal(err)
 	}
 	return js, n
@@ -130,7 +139,7 @@ func provisioned(t *testing.T) (jetstream.JetStream, subjects.Names) {
 
 func mustStream(t *testing.T, js jetstream.JetStream, name string) jetstream.StreamConfig {
 	t.Helper()
-	s, err := js.Stream(t.Context(), name)
+	s, err := js.Stream(testCtx(t), name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,13 +171,13 @@ func TestApplyReplicasAndPlacement(t *testing.T) {
 			t.Errorf("consumer %s: replicas %d", cc.Durable, cc.Replicas)
 		}
 	}
-	if _, err := Apply(t.Context(), js, n, Topology{Replicas: 2}, Provision, nil); err == nil || !strings.Contains(err.Error(), "replicas must be 1, 3 or 5") {
+	if _, err := Apply(testCtx(t), js, n, Topology{Replicas: 2}, Provision, nil); err == nil || !strings.Contains(err.Error(), "replicas must be 1, 3 or 5") {
 		t.Errorf("replicas 2: %v", err)
 	}
-	if _, err := Apply(t.Context(), js, n, Topology{Replicas: 3}, Provision, nil); err == nil {
+	if _, err := Apply(testCtx(t), js, n, Topology{Replicas: 3}, Provision, nil); err == nil {
 		t.Error("R3 on a single server was accepted")
 	}
-	if err := EnsureTopology(t.Context(), js, n, Topology{Replicas: 1}); err != nil {
+	if err := EnsureTopology(testCtx(t), js, n, Topology{Replicas: 1}); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range streamNames(t, js) {
@@ -187,7 +196,7 @@ func TestConcurrentEnsureTopology(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, 8)
 	for i := range errs {
-		wg.Go(func() { errs[i] = EnsureTopology(t.Context(), js, n, Topology{}) })
+		wg.Go(func() { errs[i] = EnsureTopology(testCtx(t), js, n, Topology{}) })
 	}
 	wg.Wait()
 	for i, err := range errs {
@@ -195,7 +204,7 @@ func TestConcurrentEnsureTopology(t *testing.T) {
 			t.Errorf("ensure %d: %v", i, err)
 		}
 	}
-	if _, err := Apply(t.Context(), js, n, Topology{}, Check, nil); err != nil {
+	if _, err := Apply(testCtx(t), js, n, Topology{}, Check, nil); err != nil {
 		t.Error(err)
 	}
 }
@@ -206,7 +215,7 @@ func TestRetry(t *testing.T) {
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	calls := 0
-	err := Retry(t.Context(), log, "stream X", func(context.Context) error {
+	err := Retry(testCtx(t), log, "stream X", func(context.Context) error {
 		calls++
 		if calls < 3 {
 			return &jetstream.APIError{Code: 503, ErrorCode: 10008, Description: "JetStream system temporarily unavailable"}
@@ -218,14 +227,14 @@ func TestRetry(t *testing.T) {
 	}
 	calls = 0
 	fatal := &jetstream.APIError{Code: 500, ErrorCode: 10074, Description: "replicas > 1 not supported in non-clustered mode"}
-	if err := Retry(t.Context(), log, "x", func(context.Context) error { calls++; return fatal }); !errors.Is(err, fatal) || calls != 1 {
+	if err := Retry(testCtx(t), log, "x", func(context.Context) error { calls++; return fatal }); !errors.Is(err, fatal) || calls != 1 {
 		t.Errorf("non-transient: err %v after %d calls", err, calls)
 	}
 	old := EnsureBound
 	EnsureBound = 300 * time.Millisecond
 	t.Cleanup(func() { EnsureBound = old })
 	start := time.Now()
-	if err := Retry(t.Context(), log, "x", func(context.Context) error { return context.DeadlineExceeded }); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 3*time.Second {
+	if err := Retry(testCtx(t), log, "x", func(context.Context) error { return context.DeadlineExceeded }); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 3*time.Second {
 		t.Errorf("bounded retry: %v after %v", err, time.Since(start))
 	}
 }
@@ -238,7 +247,7 @@ func TestRetry(t *testing.T) {
 func TestApplyOnThreeNodeCluster(t *testing.T) {
 	_, js := natstest.StartCluster(t, 3).JetStream(t)
 	n := subjects.Default()
-	ctx := t.Context()
+	ctx := testCtx(t)
 	if err := EnsureTopology(ctx, js, n, Topology{Replicas: 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +303,7 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 // the tape reads as before.
 func TestApplyUpgradesAnEarlierTapesStream(t *testing.T) {
 	js, n := provisioned(t)
-	ctx := t.Context()
+	ctx := testCtx(t)
 	if err := js.DeleteStream(ctx, n.TapesStream()); err != nil {
 		t.Fatal(err)
 	}

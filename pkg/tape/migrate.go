@@ -5,11 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/bubbus/bub/pkg/subjects"
 )
+
+// migrateIdle bounds each wait of [MigrateIndexBucket] for its watch.
+const migrateIdle = 10 * time.Second
 
 // MigrateIndexBucket copies the tape indexes that earlier versions kept
 // in the KV bucket names.TapeIndexBucket() to their subjects
@@ -18,7 +22,10 @@ import (
 // expects an empty subject), so running it again, or two processes at
 // once, copies each index once. It returns how many it copied: 0 without
 // the bucket. Every process that reads or writes tapes must run this
-// version once it ran: an earlier recorder would write the bucket.
+// version once it ran: an earlier recorder would write the bucket. A
+// watch that delivers nothing for migrateIdle fails with
+// context.DeadlineExceeded (transient, see jsretry.Transient), so a
+// watch lost in a leader election is retried instead of waited on.
 func MigrateIndexBucket(ctx context.Context, js jetstream.JetStream, names subjects.Names) (int, error) {
 	kv, err := js.KeyValue(ctx, names.TapeIndexBucket())
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
@@ -34,12 +41,17 @@ func MigrateIndexBucket(ctx context.Context, js jetstream.JetStream, names subje
 	}
 	defer w.Stop()
 	source := storeSource(js)
+	idle := time.NewTimer(migrateIdle)
+	defer idle.Stop()
 	n := 0
 	for {
 		var e jetstream.KeyValueEntry
 		var open bool
+		idle.Reset(migrateIdle)
 		select {
 		case e, open = <-w.Updates():
+		case <-idle.C:
+			return n, fmt.Errorf("migrating tape indexes: the watch of %s delivered nothing for %s: %w", names.TapeIndexBucket(), migrateIdle, context.DeadlineExceeded)
 		case <-ctx.Done():
 			return n, fmt.Errorf("migrating tape indexes: %w", ctx.Err())
 		}
