@@ -68,47 +68,31 @@ func NewGateway(nc *nats.Conn, js jetstream.JetStream, names subjects.Names, sou
 		log = slog.New(slog.DiscardHandler)
 	}
 	g := &Gateway{Publisher: NewPublisher(js, names, source), nc: nc, log: log, waiters: map[string]map[*waiter]struct{}{}}
-	// The consumer starts after the stream's last message by sequence, not
-	// with DeliverNew: an ordered consumer that resets (a missed heartbeat,
-	// a leader change) before its first message reapplies its deliver
-	// policy, and DeliverNew would then skip the replies published in the
-	// gap.
-	var cons jetstream.Consumer
+	// The replies are followed from after the stream's last message by
+	// sequence (jsretry.Follow), not with DeliverNew: a consumer made
+	// again before its first message would then skip the replies
+	// published in the gap. A cluster losing the server of the consumer
+	// holds every waiting POST until it is made again, so it is not the
+	// library's ordered consumer (10s per attempt, see jsretry.Follow).
+	var last uint64
 	err := jsretry.Read(context.Background(), func(ctx context.Context) error { // bounded by jsretry.ReadBound
 		st, err := js.Stream(ctx, names.OutboundStream())
 		if err != nil {
 			return err
 		}
-		cons, err = st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-			FilterSubjects: []string{names.OutboundAll()},
-			DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
-			OptStartSeq:    st.CachedInfo().State.LastSeq + 1,
-		})
-		return err
+		last = st.CachedInfo().State.LastSeq
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reading outbound: %w", err)
 	}
-	it, err := cons.Messages(jsretry.PullOptions(256)...)
+	stop, err := jsretry.Follow(js, names.OutboundStream(), names.OutboundAll(), last+1,
+		func(m jetstream.Msg) { g.onOutbound(m.Subject(), m.Headers(), m.Data()) },
+		func(err error) { g.log.Warn("ingress.outbound_pull_error", "err", err) })
 	if err != nil {
 		return nil, fmt.Errorf("reading outbound: %w", err)
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			m, err := it.Next()
-			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-				return
-			}
-			if err != nil {
-				g.log.Warn("ingress.outbound_pull_error", "err", err)
-				continue
-			}
-			g.onOutbound(m.Subject(), m.Headers(), m.Data())
-		}
-	}()
-	g.stop = func() { it.Stop(); <-done }
+	g.stop = stop
 	return g, nil
 }
 

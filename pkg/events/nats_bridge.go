@@ -484,8 +484,10 @@ func (b *Bridge) await(p pendingAck, timer *time.Timer) error {
 }
 
 // republishAfter is how long an unacknowledged event publish waits before
-// it is published again (within the bridge's ack timeout).
-const republishAfter = 2 * time.Second
+// it is published again (within the bridge's ack timeout). A publish
+// sent while its stream elects a leader is never answered: a run goes on
+// at most this long after the election.
+const republishAfter = time.Second
 
 // retryPause is the pause before an event whose publish failed
 // transiently is published again: short, so a run goes on soon after its

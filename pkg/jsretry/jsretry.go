@@ -125,12 +125,15 @@ const (
 	ReadAttempt = time.Second
 )
 
+// readBackoff is the pace of [Read] (and of [Follow] making its consumer
+// again).
+var readBackoff = Backoff{First: 10 * time.Millisecond, Max: 250 * time.Millisecond}
+
 // Read runs a read (or an idempotent write) op, retrying transient
 // errors from 10ms doubling to 250ms, each attempt within [ReadAttempt],
 // for up to [ReadBound]: it rides out a leader election.
 func Read(ctx context.Context, op func(context.Context) error) error {
-	b := Backoff{First: 10 * time.Millisecond, Max: 250 * time.Millisecond}
-	return b.Do(ctx, time.Now().Add(ReadBound), nil, func(ctx context.Context) error {
+	return readBackoff.Do(ctx, time.Now().Add(ReadBound), nil, func(ctx context.Context) error {
 		actx, cancel := context.WithTimeout(ctx, ReadAttempt)
 		defer cancel()
 		return op(actx)
