@@ -362,7 +362,9 @@ func TestChaosRestartNATS(t *testing.T) {
 // cluster with every stream, bucket and shared consumer at three
 // replicas, three workers and the recorder. 40% into the load the server
 // leading the inbound stream is killed (SIGKILL) and restarted on the
-// same ports and store three seconds later.
+// same ports and store three seconds later. Probe turns, each in a new
+// session, measure the first answer after the kill (printed; the goal is
+// 10s).
 func TestChaosClusterLeaderLoss(t *testing.T) {
 	l := turnload.FromEnv(t, "BUB_CHAOS", turnload.Load{Turns: 1000, Sessions: 50, Rate: 50})
 	c := newCluster(t, clusterOpts{name: "cluster", workers: 3, servers: 3})
@@ -377,8 +379,14 @@ func TestChaosClusterLeaderLoss(t *testing.T) {
 		}
 		p.Mark()
 		t.Logf("killing %s, leader of %s", leader, subjects.Default().InboundStream())
+		start := time.Now()
+		answered := make(chan time.Duration, 1)
+		go func() { answered <- turnload.FirstAnswer(c.web, start) }()
 		c.restartServer(leader, 3*time.Second)
 		p.Mark()
+		line := fmt.Sprintf("chaos[%s] first answer after the kill of %s (leader of %s): %s", c.name, leader, subjects.Default().InboundStream(), (<-answered).Round(100*time.Millisecond))
+		fmt.Println(line)
+		t.Log(line)
 		return 1
 	})
 }

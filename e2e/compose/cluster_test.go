@@ -6,10 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -148,8 +146,6 @@ type faults struct {
 	c   *cluster
 	js  jetstream.JetStream
 	web string
-	mu  sync.Mutex
-	n   int // probes sent
 }
 
 // scenario runs the load over span (the rate follows from the turns)
@@ -185,48 +181,11 @@ func (f *faults) act(t *testing.T, p *turnload.Pace, what string, action func())
 	p.Mark()
 	start := time.Now()
 	answered := make(chan time.Duration, 1)
-	go func() { answered <- f.firstAnswer(start) }()
+	go func() { answered <- turnload.FirstAnswer(f.web, start) }()
 	action()
 	first := <-answered
 	f.healthy(t)
 	return fmt.Sprintf("%s: first answer after %s, healthy after %s", what, first.Round(100*time.Millisecond), time.Since(start).Round(100*time.Millisecond))
-}
-
-// firstAnswer posts a new turn (each in a session of its own) every
-// half second until one is answered within its wait, and returns how
-// long after start that answer came (-1 if none in 3 minutes).
-func (f *faults) firstAnswer(start time.Time) time.Duration {
-	type answer struct{ at time.Time }
-	got := make(chan answer, 1)
-	deadline := time.Now().Add(3 * time.Minute)
-	for time.Now().Before(deadline) {
-		f.mu.Lock()
-		f.n++
-		n := f.n
-		f.mu.Unlock()
-		go func() {
-			body := fmt.Sprintf(`{"content": "probe %d", "session_id": "probe:%d"}`, n, n)
-			client := http.Client{Timeout: 40 * time.Second}
-			resp, err := client.Post(f.web+"/v1/messages?wait=30s", "application/json", strings.NewReader(body))
-			if err != nil {
-				return
-			}
-			defer resp.Body.Close()
-			var r struct{ Outbounds []json.RawMessage }
-			if resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&r) == nil && len(r.Outbounds) > 0 {
-				select {
-				case got <- answer{time.Now()}:
-				default:
-				}
-			}
-		}()
-		select {
-		case a := <-got:
-			return a.at.Sub(start)
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
-	return -1
 }
 
 // leader returns the server that leads stream.

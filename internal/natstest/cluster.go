@@ -62,10 +62,10 @@ func StartClusterWith(t testing.TB, size int, base func(i int) *server.Options) 
 }
 
 // JetStream returns a JetStream context on a new connection to every
-// server of c (closed when the test ends).
-func (c *Cluster) JetStream(t testing.TB) (*nats.Conn, jetstream.JetStream) {
+// server of c, with opts (closed when the test ends).
+func (c *Cluster) JetStream(t testing.TB, opts ...nats.Option) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	nc, err := nats.Connect(c.URL)
+	nc, err := nats.Connect(c.URL, opts...)
 	if err != nil {
 		t.Fatalf("natstest: connect to the cluster: %v", err)
 	}

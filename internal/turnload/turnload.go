@@ -140,6 +140,11 @@ type Result struct {
 	TapeExpected, TapeFound, TapeDuplicates int
 	Interrupted, DeadLetters, Held          int
 	Actions                                 int
+	// StaleWaits counts the turns of the run that waited for their
+	// session's tape until the watermark timeout (dev.bub.tape.stale.v1
+	// events): each read a tape missing its session's last run. -1 when
+	// the events stream could not be read.
+	StaleWaits int
 	// Recover runs from the last fault action to when every reply and
 	// tape entry was there.
 	Recover, Elapsed time.Duration
@@ -148,8 +153,8 @@ type Result struct {
 }
 
 func (r Result) String() string {
-	return fmt.Sprintf("turns_sent=%d replies=%d duplicates=%d lost=%d error_replies=%d tape_expected=%d tape_found=%d tape_duplicates=%d interrupted_runs=%d held_events=%d dead_letters=%d chaos_actions=%d recover=%s elapsed=%s",
-		r.Sent, r.Replied, r.Duplicates, r.Lost, r.Errors, r.TapeExpected, r.TapeFound, r.TapeDuplicates, r.Interrupted, r.Held, r.DeadLetters, r.Actions,
+	return fmt.Sprintf("turns_sent=%d replies=%d duplicates=%d lost=%d error_replies=%d tape_expected=%d tape_found=%d tape_duplicates=%d interrupted_runs=%d held_events=%d dead_letters=%d stale_waits=%d chaos_actions=%d recover=%s elapsed=%s",
+		r.Sent, r.Replied, r.Duplicates, r.Lost, r.Errors, r.TapeExpected, r.TapeFound, r.TapeDuplicates, r.Interrupted, r.Held, r.DeadLetters, r.StaleWaits, r.Actions,
 		r.Recover.Round(10*time.Millisecond), r.Elapsed.Round(10*time.Millisecond))
 }
 
@@ -353,6 +358,7 @@ func Run(t *testing.T, prefix string, g Target, l Load, fault func(ctx context.C
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	var actions int
+	staleBefore := g.staleWaits()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -369,6 +375,10 @@ func Run(t *testing.T, prefix string, g Target, l Load, fault func(ctx context.C
 	r.Actions = actions
 	r.Elapsed = time.Since(p.start)
 	r.DeadLetters = g.DeadLetters()
+	r.StaleWaits = -1
+	if after := g.staleWaits(); staleBefore >= 0 && after >= 0 {
+		r.StaleWaits = after - staleBefore
+	}
 	r.Recover = time.Since(last)
 	if !r.completeAt.IsZero() {
 		r.Recover = r.completeAt.Sub(last)
@@ -418,6 +428,31 @@ func (g Target) DeadLetters() int {
 		return -1
 	}
 	return int(info.State.Msgs)
+}
+
+// staleWaits counts the tape-stale events stored on the events stream
+// (-1 when unknown).
+func (g Target) staleWaits() int {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	names := subjects.Default()
+	n := -1
+	_ = jsretry.Read(ctx, func(ctx context.Context) error {
+		st, err := g.JS.Stream(ctx, names.EventsStream())
+		if err != nil {
+			return err
+		}
+		info, err := st.Info(ctx, jetstream.WithSubjectFilter(names.EventsOfType(events.SubjectName(events.TypeTapeStale))))
+		if err != nil {
+			return err
+		}
+		n = 0
+		for _, c := range info.State.Subjects {
+			n += int(c)
+		}
+		return nil
+	})
+	return n
 }
 
 // explainRecorder logs what the recorder still holds (a failed run's

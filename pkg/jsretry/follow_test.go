@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/bubbus/bub/internal/natstest"
@@ -107,15 +106,7 @@ func TestFollowSurvivesItsConsumer(t *testing.T) {
 // message published after the loss took to arrive.
 func TestFollowOnAClusterLosingItsConsumersServer(t *testing.T) {
 	c := natstest.StartCluster(t, 3)
-	nc, err := nats.Connect(c.URL, natstest.Reconnecting...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, js := c.JetStream(t, natstest.Reconnecting...)
 	if _, err := js.CreateStream(t.Context(), jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}, Replicas: 3}); err != nil {
 		t.Fatal(err)
 	}
