@@ -38,12 +38,12 @@ func NewPublisher(js jetstream.JetStream, names subjects.Names, source string) *
 // Gateway is a [Publisher] that also collects the outbound envelopes that
 // answer what it published (for ?wait and the CLI).
 //
-// It reads them from the outbound stream with an ordered consumer (new
-// messages only), not a core subscription: a core subscription misses
-// what is published while its connection moves to another server (lame
-// duck, a lost server) or while its server is cut off from the stream's
-// leader, and the POST waiting for that reply would wait out its ?wait.
-// The ordered consumer resumes after its last message instead.
+// It follows them on the outbound stream ([jsretry.Follow]: new messages
+// only), not with a core subscription: a core subscription misses what is
+// published while its connection moves to another server (lame duck, a
+// lost server) or while its server is cut off from the stream's leader,
+// and the POST waiting for that reply would wait out its ?wait. Follow
+// resumes after the last reply it handed over instead.
 type Gateway struct {
 	*Publisher
 	nc   *nats.Conn // for the core requests and subscriptions of the HTTP server
@@ -86,7 +86,7 @@ func NewGateway(nc *nats.Conn, js jetstream.JetStream, names subjects.Names, sou
 	if err != nil {
 		return nil, fmt.Errorf("reading outbound: %w", err)
 	}
-	stop, err := jsretry.Follow(js, names.OutboundStream(), names.OutboundAll(), last+1,
+	stop, err := jsretry.Follow(context.Background(), js, names.OutboundStream(), names.OutboundAll(), last+1,
 		func(m jetstream.Msg) { g.onOutbound(m.Subject(), m.Headers(), m.Data()) },
 		func(err error) { g.log.Warn("ingress.outbound_pull_error", "err", err) })
 	if err != nil {

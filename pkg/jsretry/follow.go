@@ -31,14 +31,16 @@ const followInactive = time.Minute
 // leadership is being elected nobody answers one, so every reader whose
 // consumer lived on that server stalled for 10s past the election.
 //
-// The first consumer is made before Follow returns, within [ReadBound];
-// later errors go to warn, which may be nil.
-func Follow(js jetstream.JetStream, stream, filter string, from uint64, handle func(jetstream.Msg), warn func(error)) (stop func(), err error) {
+// The first consumer is made before Follow returns, within [ReadBound]
+// and ctx; it follows until ctx ends or stop is called. handle runs on
+// one goroutine, never after stop returned. Later errors go to warn,
+// which may be nil.
+func Follow(ctx context.Context, js jetstream.JetStream, stream, filter string, from uint64, handle func(jetstream.Msg), warn func(error)) (stop func(), err error) {
 	if warn == nil {
 		warn = func(error) {}
 	}
 	f := &follower{js: js, stream: stream, filter: filter, next: max(from, 1), handle: handle, warn: warn}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(ctx)
 	if err := Read(ctx, f.create); err != nil {
 		cancel()
 		return nil, err

@@ -80,7 +80,7 @@ func TestFollowSurvivesItsConsumer(t *testing.T) {
 	}
 	publish(t, js, "m1", "m2")
 	var got followed
-	stop, err := jsretry.Follow(js, "S", "s.>", 2, got.handle, nil)
+	stop, err := jsretry.Follow(t.Context(), js, "S", "s.>", 2, got.handle, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestFollowOnAClusterLosingItsConsumersServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got followed
-	stop, err := jsretry.Follow(js, "S", "s.>", 1, got.handle, func(err error) { t.Logf("follow: %v", err) })
+	stop, err := jsretry.Follow(t.Context(), js, "S", "s.>", 1, got.handle, func(err error) { t.Logf("follow: %v", err) })
 	if err != nil {
 		t.Fatal(err)
 	}

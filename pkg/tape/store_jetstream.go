@@ -589,14 +589,14 @@ func (s *JetStreamStore) observe(ix Index) bool {
 	return true
 }
 
-// WaitWatermark implements [Indexer] with an ordered consumer on the
-// tape's index subject: no polling.
+// WaitWatermark implements [Indexer] by following the tape's index
+// subject (jsretry.Follow): no polling.
 func (s *JetStreamStore) WaitWatermark(ctx context.Context, tape, key string, atLeast uint64) (Index, error) {
 	ix, err := s.Index(ctx, tape)
 	if err != nil || ix.reached(key, atLeast) {
 		return ix, err
 	}
-	nx, err := s.watchIndex(ctx, tape, func(nx Index) bool { return nx.reached(key, atLeast) })
+	nx, err := s.watchIndex(ctx, tape, ix.Revision, func(nx Index) bool { return nx.reached(key, atLeast) })
 	if nx.Revision == 0 {
 		nx = ix // it read none
 	}
@@ -606,48 +606,53 @@ func (s *JetStreamStore) WaitWatermark(ctx context.Context, tape, key string, at
 	return nx, nil
 }
 
-// watchIndex reads the index messages of tape, the last one first, until
-// done accepts one, which it returns; when ctx ends first it returns the
-// last one it read (the zero index if none) and an error wrapping
-// ctx.Err().
-func (s *JetStreamStore) watchIndex(ctx context.Context, tape string, done func(Index) bool) (Index, error) {
-	var msgs jetstream.MessagesContext
-	// Retried through a connection moving or an election. The consumer
-	// lives as long as the context it is read in, so each attempt gets
-	// ctx itself rather than Read's shorter per-attempt one.
-	err := jsretry.Read(ctx, func(context.Context) error {
-		cons, err := s.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-			FilterSubjects: []string{s.names.TapeIndex(tape)},
-			DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
-		})
-		if err != nil {
-			return err
-		}
-		msgs, err = cons.Messages()
-		return err
-	})
-	if err != nil {
-		return Index{}, err
-	}
-	defer context.AfterFunc(ctx, msgs.Stop)()
-	defer msgs.Stop()
-	var ix Index
-	for {
-		m, err := msgs.Next()
-		if err != nil {
-			return ix, cmp.Or(ctx.Err(), err)
-		}
+// watchIndex follows the index messages of tape stored after stream
+// sequence after until done accepts one, which it returns; when ctx ends
+// first it returns the last one it read (the zero index if none) and an
+// error wrapping ctx.Err(). It follows with jsretry.Follow, which rides
+// out the loss of its consumer's server in about a second, where the
+// library's ordered consumer would outlast the caller's wait.
+func (s *JetStreamStore) watchIndex(ctx context.Context, tape string, after uint64, done func(Index) bool) (Index, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var (
+		mu    sync.Mutex
+		last  Index
+		found = make(chan Index, 1)
+	)
+	stop, err := jsretry.Follow(ctx, s.js, s.names.TapesStream(), s.names.TapeIndex(tape), after+1, func(m jetstream.Msg) {
 		md, err := m.Metadata()
 		if err != nil {
-			return ix, err
+			cancel(err)
+			return
 		}
-		if ix, err = decodeIndex(tape, md.Sequence.Stream, m.Data()); err != nil {
-			return ix, err
+		ix, err := decodeIndex(tape, md.Sequence.Stream, m.Data())
+		if err != nil {
+			cancel(err)
+			return
 		}
 		s.observe(ix)
+		mu.Lock()
+		last = ix
+		mu.Unlock()
 		if done(ix) {
-			return ix, nil
+			select {
+			case found <- ix:
+			default:
+			}
 		}
+	}, nil)
+	if err != nil {
+		return Index{}, cmp.Or(context.Cause(ctx), err)
+	}
+	defer stop()
+	select {
+	case ix := <-found:
+		return ix, nil
+	case <-ctx.Done():
+		mu.Lock()
+		defer mu.Unlock()
+		return last, context.Cause(ctx)
 	}
 }
 

@@ -1,6 +1,7 @@
 package tape
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -529,4 +530,83 @@ func TestJetStreamListsMoreTapesThanOneRead(t *testing.T) {
 	if err != nil || len(got) != n || got[0] != "t0000" || got[n-1] != fmt.Sprintf("t%04d", n-1) {
 		t.Fatalf("listed %d tapes (%v), want %d", len(got), err, n)
 	}
+}
+
+// TestJetStreamWatermarkWaitOutlivesItsConsumer: on a 3-server cluster a
+// read-your-writes wait follows the tape's index through a consumer on
+// another server than its own connection's; that server dies mid-wait
+// (the wait's connection does not move, so only the consumer's heartbeats
+// tell), the run the wait is for is committed meanwhile, and the wait
+// still returns its watermark well within its 5s: its follower notices
+// the lost consumer within a second and makes it again. It logs how long
+// the wait took after the commit.
+func TestJetStreamWatermarkWaitOutlivesItsConsumer(t *testing.T) {
+	c := natstest.StartCluster(t, 3)
+	f := newClusterFixture(t, c)
+	_, js := c.JetStream(t, natstest.Reconnecting...)
+	writer, err := NewJetStreamStore(t.Context(), js, f.names, WithReplicas(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := writer.Append(t.Context(), "t", []Entry{userMsg("a")}, WithWatermark("events", 1)); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		ix  Index
+		err error
+		at  time.Time
+	}
+	var (
+		got  chan result
+		host string
+	)
+	// A wait whose consumer lives on its own connection's server would
+	// see that connection drop: try the servers until one's does not.
+	for i := 0; host == "" && i < len(c.Servers); i++ {
+		waiter := onServer(t, c.Servers[i], 3)
+		waiter.names = f.names
+		w := waiter.store(t, WithoutProvisioning())
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second) // the workers' ReadYourWrites
+		t.Cleanup(cancel)
+		got = make(chan result, 1)
+		go func() {
+			ix, err := w.WaitWatermark(ctx, "t", "events", 2)
+			got <- result{ix, err, time.Now()}
+		}()
+		var h string
+		natstest.Eventually(t, 5*time.Second, func() (bool, string) {
+			l := w.stream.ListConsumers(t.Context())
+			for ci := range l.Info() {
+				if ci.Cluster != nil {
+					h = ci.Cluster.Leader
+				}
+			}
+			return h != "", "the wait has no consumer yet"
+		})
+		if h != c.Servers[i].Name() {
+			host = h
+		} else {
+			cancel()
+			<-got
+		}
+	}
+	if host == "" {
+		t.Skip("every wait's consumer was on its own connection's server")
+	}
+	for _, s := range c.Servers {
+		if s.Name() == host {
+			s.Shutdown()
+		}
+	}
+	var committed time.Time
+	natstest.Eventually(t, time.Minute, func() (bool, string) {
+		_, err := writer.Append(t.Context(), "t", []Entry{userMsg("b")}, WithWatermark("events", 2), WithCommitID("run-2"))
+		committed = time.Now()
+		return err == nil, fmt.Sprint(err)
+	})
+	r := <-got
+	if r.err != nil || r.ix.Watermark("events") != 2 {
+		t.Fatalf("the wait ended with watermark %d: %v", r.ix.Watermark("events"), r.err)
+	}
+	t.Logf("the server of the wait's consumer (%s) died; the wait returned %s after the commit", host, max(0, r.at.Sub(committed)).Round(100*time.Millisecond))
 }

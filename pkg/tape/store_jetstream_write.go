@@ -372,7 +372,7 @@ func (w *writer) repair(ctx context.Context, ix Index, last uint64, stored []Ent
 func (s *JetStreamStore) waitIndexChange(ctx context.Context, ix Index, d time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	_, err := s.watchIndex(ctx, ix.Tape, func(nx Index) bool { return nx.Revision != ix.Revision })
+	_, err := s.watchIndex(ctx, ix.Tape, ix.Revision, func(nx Index) bool { return nx.Revision != ix.Revision })
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return nil
 	}
