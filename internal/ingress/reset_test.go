@@ -11,8 +11,8 @@ import (
 	"github.com/bubbus/bub/pkg/events"
 )
 
-// TestGatewayKeepsRepliesAcrossAConsumerReset: the gateway's ordered
-// consumer on the outbound stream is deleted before it delivered its first
+// TestGatewayKeepsRepliesAcrossAConsumerReset: the gateway's consumer on
+// the outbound stream (jsretry.Follow) is deleted before it delivered its first
 // reply (as a leader change or a missed heartbeat does), and a reply is
 // published before the gateway notices and recreates it. The recreated
 // consumer starts where the first one did, so the reply still reaches its

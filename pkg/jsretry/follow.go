@@ -8,11 +8,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// FollowHeartbeat is how often the server of a [Follow] consumer says it
-// is alive while it has nothing to deliver: two missed in a row and
-// Follow makes its consumer again.
-const FollowHeartbeat = 500 * time.Millisecond
-
 // followInactive is how long the server keeps a consumer of [Follow]
 // nobody pulls from (its reader stopped or died).
 const followInactive = time.Minute
@@ -25,7 +20,7 @@ const followInactive = time.Minute
 // a delivery is missed, so nothing is skipped or handed over twice.
 //
 // What differs is how fast it comes back on a cluster. It notices a lost
-// consumer within two [FollowHeartbeat]s, and makes it again in attempts
+// consumer within two [PullHeartbeat]s, and makes it again in attempts
 // of [ReadAttempt], retried until one succeeds. The library's ordered
 // consumer spends 10s on each attempt; while a killed server's meta
 // leadership is being elected nobody answers one, so every reader whose
@@ -110,7 +105,7 @@ func (f *follower) run(ctx context.Context) {
 // read hands over what the current consumer delivers until it fails, a
 // delivery is missing or ctx ends.
 func (f *follower) read(ctx context.Context) {
-	it, err := f.cons.Messages(jetstream.PullMaxMessages(256), jetstream.PullExpiry(PullExpiry), jetstream.PullHeartbeat(FollowHeartbeat))
+	it, err := f.cons.Messages(PullOptions(256)...)
 	if err != nil {
 		f.warn(err)
 		return

@@ -98,7 +98,7 @@ func (b Backoff) Wait(n int) time.Duration {
 // lost leader is noticed within 2 × PullHeartbeat.
 const (
 	PullExpiry    = 5 * time.Second
-	PullHeartbeat = time.Second
+	PullHeartbeat = 500 * time.Millisecond
 )
 
 // PullOptions are the options of a long-running pull with up to
