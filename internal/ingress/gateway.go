@@ -87,7 +87,7 @@ func NewGateway(nc *nats.Conn, js jetstream.JetStream, names subjects.Names, sou
 		return nil, fmt.Errorf("reading outbound: %w", err)
 	}
 	stop, err := jsretry.Follow(context.Background(), js, names.OutboundStream(), names.OutboundAll(), last+1,
-		func(m jetstream.Msg) { g.onOutbound(m.Subject(), m.Headers(), m.Data()) },
+		func(m jetstream.Msg, _ uint64) { g.onOutbound(m.Subject(), m.Headers(), m.Data()) },
 		func(err error) { g.log.Warn("ingress.outbound_pull_error", "err", err) })
 	if err != nil {
 		return nil, fmt.Errorf("reading outbound: %w", err)

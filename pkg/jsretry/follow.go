@@ -13,8 +13,8 @@ import (
 const followInactive = time.Minute
 
 // Follow hands handle every message of stream on subject filter, in
-// stream order, from stream sequence from (at least 1) on, until the
-// returned stop is called. It reads them as the library's ordered
+// stream order, from stream sequence from (at least 1) on, with the
+// message's stream sequence, until the returned stop is called. It reads them as the library's ordered
 // consumer does: an ephemeral in-memory consumer of one replica without
 // acknowledgements, made again from the next sequence when it is lost or
 // a delivery is missed, so nothing is skipped or handed over twice.
@@ -30,7 +30,7 @@ const followInactive = time.Minute
 // and ctx; it follows until ctx ends or stop is called. handle runs on
 // one goroutine, never after stop returned. Later errors go to warn,
 // which may be nil.
-func Follow(ctx context.Context, js jetstream.JetStream, stream, filter string, from uint64, handle func(jetstream.Msg), warn func(error)) (stop func(), err error) {
+func Follow(ctx context.Context, js jetstream.JetStream, stream, filter string, from uint64, handle func(m jetstream.Msg, seq uint64), warn func(error)) (stop func(), err error) {
 	if warn == nil {
 		warn = func(error) {}
 	}
@@ -52,7 +52,7 @@ type follower struct {
 	js             jetstream.JetStream
 	stream, filter string
 	next           uint64 // the stream sequence to hand over next
-	handle         func(jetstream.Msg)
+	handle         func(jetstream.Msg, uint64)
 	warn           func(error)
 	cons           jetstream.Consumer
 }
@@ -130,6 +130,6 @@ func (f *follower) read(ctx context.Context) {
 			return // a delivery went missing: start again from f.next
 		}
 		delivered, f.next = md.Sequence.Consumer, md.Sequence.Stream+1
-		f.handle(m)
+		f.handle(m, md.Sequence.Stream)
 	}
 }

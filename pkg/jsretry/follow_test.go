@@ -20,7 +20,7 @@ type followed struct {
 	data []string
 }
 
-func (f *followed) handle(m jetstream.Msg) {
+func (f *followed) handle(m jetstream.Msg, _ uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.data = append(f.data, string(m.Data()))

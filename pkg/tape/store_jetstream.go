@@ -1,7 +1,6 @@
 package tape
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -613,46 +612,39 @@ func (s *JetStreamStore) WaitWatermark(ctx context.Context, tape, key string, at
 // out the loss of its consumer's server in about a second, where the
 // library's ordered consumer would outlast the caller's wait.
 func (s *JetStreamStore) watchIndex(ctx context.Context, tape string, after uint64, done func(Index) bool) (Index, error) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	var (
-		mu    sync.Mutex
-		last  Index
-		found = make(chan Index, 1)
-	)
-	stop, err := jsretry.Follow(ctx, s.js, s.names.TapesStream(), s.names.TapeIndex(tape), after+1, func(m jetstream.Msg) {
-		md, err := m.Metadata()
-		if err != nil {
-			cancel(err)
-			return
-		}
-		ix, err := decodeIndex(tape, md.Sequence.Stream, m.Data())
-		if err != nil {
-			cancel(err)
-			return
-		}
-		s.observe(ix)
-		mu.Lock()
-		last = ix
-		mu.Unlock()
-		if done(ix) {
-			select {
-			case found <- ix:
-			default:
-			}
+	type read struct {
+		ix  Index
+		err error
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	reads := make(chan read)
+	stop, err := jsretry.Follow(ctx, s.js, s.names.TapesStream(), s.names.TapeIndex(tape), after+1, func(m jetstream.Msg, seq uint64) {
+		ix, err := decodeIndex(tape, seq, m.Data())
+		select {
+		case reads <- read{ix, err}:
+		case <-ctx.Done():
 		}
 	}, nil)
 	if err != nil {
-		return Index{}, cmp.Or(context.Cause(ctx), err)
+		cancel()
+		return Index{}, err
 	}
-	defer stop()
-	select {
-	case ix := <-found:
-		return ix, nil
-	case <-ctx.Done():
-		mu.Lock()
-		defer mu.Unlock()
-		return last, context.Cause(ctx)
+	defer func() { cancel(); stop() }()
+	var last Index
+	for {
+		select {
+		case r := <-reads:
+			if r.err != nil {
+				return last, r.err
+			}
+			last = r.ix
+			s.observe(last)
+			if done(last) {
+				return last, nil
+			}
+		case <-ctx.Done():
+			return last, ctx.Err()
+		}
 	}
 }
 
