@@ -417,32 +417,29 @@ func Sleep(ctx context.Context, d time.Duration) bool {
 // DeadLetters counts the messages in the dead-letter stream (-1 when
 // unknown).
 func (g Target) DeadLetters() int {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	st, err := g.JS.Stream(ctx, subjects.Default().DLQStream())
-	if err != nil {
-		return -1
-	}
-	info, err := st.Info(ctx)
-	if err != nil {
-		return -1
-	}
-	return int(info.State.Msgs)
+	names := subjects.Default()
+	return g.stored(names.DLQStream(), names.DLQAll())
 }
 
 // staleWaits counts the tape-stale events stored on the events stream
 // (-1 when unknown).
 func (g Target) staleWaits() int {
+	names := subjects.Default()
+	return g.stored(names.EventsStream(), names.EventsOfType(events.SubjectName(events.TypeTapeStale)))
+}
+
+// stored counts the messages of stream on subjects matching filter (-1
+// when unknown).
+func (g Target) stored(stream, filter string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	names := subjects.Default()
 	n := -1
 	_ = jsretry.Read(ctx, func(ctx context.Context) error {
-		st, err := g.JS.Stream(ctx, names.EventsStream())
+		st, err := g.JS.Stream(ctx, stream)
 		if err != nil {
 			return err
 		}
-		info, err := st.Info(ctx, jetstream.WithSubjectFilter(names.EventsOfType(events.SubjectName(events.TypeTapeStale))))
+		info, err := st.Info(ctx, jetstream.WithSubjectFilter(filter))
 		if err != nil {
 			return err
 		}
