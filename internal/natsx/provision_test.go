@@ -243,13 +243,18 @@ func TestRetry(t *testing.T) {
 // services starting at once and scaling a provisioned R1 topology to R3
 // all succeed; every stream, bucket and shared consumer ends at 3
 // replicas, the updates are logged "replicas 1 → 3", and a check at R3
-// passes.
+// passes. The events stream allows direct gets at R1 only (a worker's
+// read-your-writes read must see the newest event, which a follower's
+// direct get may not): the scaling turns them off.
 func TestApplyOnThreeNodeCluster(t *testing.T) {
 	_, js := natstest.StartCluster(t, 3).JetStream(t)
 	n := subjects.Default()
 	ctx := testCtx(t)
 	if err := EnsureTopology(ctx, js, n, Topology{Replicas: 1}); err != nil {
 		t.Fatal(err)
+	}
+	if !mustStream(t, js, n.EventsStream()).AllowDirect {
+		t.Error("R1 events stream: direct gets off")
 	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -269,6 +274,12 @@ func TestApplyOnThreeNodeCluster(t *testing.T) {
 		if r := mustStream(t, js, name).Replicas; r != 3 {
 			t.Errorf("stream %s: replicas %d", name, r)
 		}
+	}
+	if mustStream(t, js, n.EventsStream()).AllowDirect {
+		t.Error("R3 events stream: direct gets on")
+	}
+	if !strings.Contains(logs.String(), `msg=natsx.stream_updated stream=BUB_EVENTS changes="replicas 1 → 3, allow_direct true → false"`) {
+		t.Errorf("events update not logged as such:\n%s", logs.String())
 	}
 	cons, err := js.Consumer(ctx, "BUB_INBOUND", "workers")
 	if err != nil {

@@ -133,6 +133,13 @@ func (t Topology) Streams(n subjects.Names) []jetstream.StreamConfig {
 			Duplicates:  t.DuplicateWindow,
 			MaxAge:      t.EventsMaxAge,
 			MaxBytes:    t.EventsMaxBytes,
+			// Every turn reads the session's last run end before it
+			// starts (read-your-writes), and that read must see the
+			// newest stored event. On one server a direct get does, and
+			// skips the JetStream API queue (and its advisory); with
+			// replicas a direct get may be answered by a follower that
+			// lags, so the read goes to the leader through the API.
+			AllowDirect: t.Replicas == 1,
 		},
 		{
 			Name:        n.OutboundStream(),

@@ -251,7 +251,9 @@ func (rt *Runtime) flushDeltas(t *turn) {
 //
 // A run ends with its run.finished (a command's with command.finished),
 // stored before the turn replies. So the newest of the two on the
-// session's subjects, read from the events stream's leader, is the end
+// session's subjects, read from the events stream's leader (a direct get
+// on one server; through the JetStream API with replicas, where a direct
+// get may be answered by a lagging follower: see natsx.Topology), is the end
 // of the newest finished run, and of every earlier one; the recorder
 // moves the tape's events watermark to an event only when every run of
 // the session that finished by then is committed (see
