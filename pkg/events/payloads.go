@@ -1,7 +1,6 @@
 package events
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -370,62 +369,48 @@ func (c Codec) DecodePayload(e ce.Event) (any, error) {
 	return v, nil
 }
 
-// RoundTrip returns the CloudEvent type of ev and what DecodePayload
-// returns for the CloudEvent of ev — its payload after a JSON round trip,
-// as a pointer to the payload type — without building the CloudEvent. The
-// worker's local tape recorder applies events through it exactly as the
-// recorder applies the published ones.
-func (c Codec) RoundTrip(ev Event) (typ string, payload any, err error) {
-	typ, data, err := c.payload(ev)
-	if err != nil {
-		return "", nil, err
-	}
-	raw, err := json.Marshal(data)
-	if err != nil {
-		return "", nil, fmt.Errorf("encoding %s data: %w", typ, err)
-	}
-	var v any
-	if mk, ok := payloadTypes[typ]; ok {
-		v = mk()
-	} else if v, ok = c.Registry.newValue(typ); !ok {
-		return "", nil, fmt.Errorf("events: decoding %q: %w", typ, ErrUnknownType)
-	}
-	if err := json.Unmarshal(raw, v); err != nil {
-		return "", nil, fmt.Errorf("%w: data of %s: %w", ErrInvalidEvent, typ, err)
-	}
-	return typ, v, nil
+// Typed returns the CloudEvent type of ev and its payload as a pointer to
+// the payload type DecodePayload gives for the CloudEvent of ev
+// (*RunStartedData for run.started, ev itself for a custom type), holding
+// the event's own values: no JSON encoding and decoding. Its JSON is the
+// CloudEvent's data; a field of type any holds what the emitter put there
+// (a tool result struct, say), where DecodePayload holds its JSON form.
+// The worker's local tape recorder maps events through it (package
+// taperec), which normalizes entries to their JSON form as the store does.
+func (c Codec) Typed(ev Event) (typ string, payload any, err error) {
+	return c.payload(ev)
 }
 
-// RoundTrip is [Codec.RoundTrip] with the zero Codec.
-func RoundTrip(ev Event) (typ string, payload any, err error) { return Codec{}.RoundTrip(ev) }
+// Typed is [Codec.Typed] with the zero Codec.
+func Typed(ev Event) (typ string, payload any, err error) { return Codec{}.Typed(ev) }
 
 // wireEvent is implemented by the built-in events: wire returns the
-// CloudEvent type and payload, with message bodies only when content is
-// true.
+// CloudEvent type and a pointer to the payload, with message bodies only
+// when content is true.
 type wireEvent interface {
 	wire(content bool) (ceType string, data any)
 }
 
 func (e *RunStarted) wire(bool) (string, any) {
-	return TypeRunStarted, RunStartedData{Prompt: e.Prompt, Model: e.Model, Metadata: e.Metadata}
+	return TypeRunStarted, &RunStartedData{Prompt: e.Prompt, Model: e.Model, Metadata: e.Metadata}
 }
 
 func (e *RunFinished) wire(bool) (string, any) {
-	return TypeRunFinished, RunFinishedData{Status: e.Status, Steps: e.Steps, DurationMS: e.DurationMS, Error: errorData(e.Err)}
+	return TypeRunFinished, &RunFinishedData{Status: e.Status, Steps: e.Steps, DurationMS: e.DurationMS, Error: errorData(e.Err)}
 }
 
 func (e *StepStarted) wire(bool) (string, any) {
-	return TypeStepStarted, StepStartedData{Step: e.Step, Prompt: e.Prompt}
+	return TypeStepStarted, &StepStartedData{Step: e.Step, Prompt: e.Prompt}
 }
 
 func (e *StepFinished) wire(bool) (string, any) {
-	return TypeStepFinished, StepFinishedData{
+	return TypeStepFinished, &StepFinishedData{
 		Step: e.Step, Status: e.Status, ElapsedMS: e.ElapsedMS, Error: errorData(e.Err), NextPrompt: e.NextPrompt,
 	}
 }
 
 func (e *MessagesPending) wire(bool) (string, any) {
-	return TypeMessagesPending, MessagesPendingData{Step: e.Step, AtStepEnd: e.AtStepEnd, MessageCount: len(e.Messages), Messages: e.Messages}
+	return TypeMessagesPending, &MessagesPendingData{Step: e.Step, AtStepEnd: e.AtStepEnd, MessageCount: len(e.Messages), Messages: e.Messages}
 }
 
 func (e *LLMCallStarted) wire(content bool) (string, any) {
@@ -439,7 +424,7 @@ func (e *LLMCallStarted) wire(content bool) (string, any) {
 	if e.Decision != nil {
 		d.Decision = &LLMDecisionData{Action: "finish", Text: e.Decision.Text}
 	}
-	return TypeLLMCallStarted, d
+	return TypeLLMCallStarted, &d
 }
 
 func (e *LLMCallFinished) wire(bool) (string, any) {
@@ -451,11 +436,11 @@ func (e *LLMCallFinished) wire(bool) (string, any) {
 			d.ToolCallNames[i] = tc.Function.Name
 		}
 	}
-	return TypeLLMCallFinished, d
+	return TypeLLMCallFinished, &d
 }
 
 func (e *ToolCallStarted) wire(bool) (string, any) {
-	return TypeToolCallStarted, ToolCallStartedData{
+	return TypeToolCallStarted, &ToolCallStartedData{
 		Tool: e.Call.Tool, CallID: e.Call.CallID, Arguments: e.Call.Arguments, Decision: e.Decision,
 	}
 }
@@ -465,7 +450,7 @@ func (e *ToolCallFinished) wire(bool) (string, any) {
 	if r := e.Result; r != nil {
 		d.Result, d.Error, d.DurationMS = toolResult(r.Result), errorData(r.Err), r.DurationMS
 	}
-	return TypeToolCallFinish, d
+	return TypeToolCallFinish, &d
 }
 
 func (e *ChatFinished) wire(bool) (string, any) {
@@ -488,7 +473,7 @@ func (e *ChatFinished) wire(bool) (string, any) {
 	if e.Err != nil && !errors.Is(e.Err, e.ContextErr) {
 		d.Error = errorData(e.Err)
 	}
-	return TypeChatFinished, d
+	return TypeChatFinished, &d
 }
 
 // toolResult returns r as the model sees it: an error becomes Bub's
@@ -501,32 +486,32 @@ func toolResult(r any) any {
 }
 
 func (e *CommandFinished) wire(bool) (string, any) {
-	return TypeCommandFinished, CommandFinishedData{
+	return TypeCommandFinished, &CommandFinishedData{
 		Command: e.Command, Name: e.Name, Status: e.Status, Output: e.Output, ElapsedMS: e.ElapsedMS, Error: errorData(e.Err), Metadata: e.Answers,
 	}
 }
 
 func (e *CommandChanged) wire(bool) (string, any) {
-	return TypeCommandChanged, CommandChangedData{ID: e.ID, Command: e.Command, Status: e.Status}
+	return TypeCommandChanged, &CommandChangedData{ID: e.ID, Command: e.Command, Status: e.Status}
 }
 
 func (e *WorkChanged) wire(bool) (string, any) {
-	return TypeWorkChanged, WorkChangedData{ID: e.ID, Channel: e.Channel, Status: e.Status}
+	return TypeWorkChanged, &WorkChangedData{ID: e.ID, Channel: e.Channel, Status: e.Status}
 }
 
 func (e *PromptChanged) wire(bool) (string, any) {
-	return TypePromptChanged, PromptChangedData{ID: e.ID, Channel: e.Channel, Prompt: e.Prompt, Status: e.Status}
+	return TypePromptChanged, &PromptChangedData{ID: e.ID, Channel: e.Channel, Prompt: e.Prompt, Status: e.Status}
 }
 
 func (e *HookDecision) wire(bool) (string, any) {
-	return TypeHookDecision, HookDecisionData{
+	return TypeHookDecision, &HookDecisionData{
 		Plugin: e.Plugin, Remote: e.Remote, Hook: e.Hook, Action: e.Action, Detail: e.Detail,
 		DurationMS: e.DurationMS, Error: errorData(e.Err),
 	}
 }
 
 func (e *TapeEventRecorded) wire(bool) (string, any) {
-	return TypeTapeEvent, TapeEventData{Name: e.Name, Data: e.Data}
+	return TypeTapeEvent, &TapeEventData{Name: e.Name, Data: e.Data}
 }
 
 func (e *TurnError) wire(bool) (string, any) {
@@ -534,5 +519,5 @@ func (e *TurnError) wire(bool) (string, any) {
 	if ed := errorData(e.Err); ed != nil {
 		d.Error = *ed
 	}
-	return TypeTurnError, d
+	return TypeTurnError, &d
 }

@@ -2,6 +2,7 @@ package events_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"math"
 	"reflect"
 	"testing"
@@ -88,16 +89,19 @@ func TestWireEncodingFallsBack(t *testing.T) {
 	}
 }
 
-// RoundTrip gives what decoding the published CloudEvent gives.
-func TestRoundTripMatchesDecodePayload(t *testing.T) {
+// TestTypedIsTheDecodedPayload: Typed gives a pointer to the type
+// DecodePayload gives for the published CloudEvent, and it is the same
+// document: its JSON is the CloudEvent's data, and decoding that gives
+// what DecodePayload gives.
+func TestTypedIsTheDecodedPayload(t *testing.T) {
 	meta := events.Meta{RunID: "run-1", SessionID: "telegram:42"}
-	evs := []events.Event{
+	evs := append(allEvents(meta),
 		&events.RunStarted{Meta: meta, Prompt: llm.Text("hi <there>"), Model: "m", Metadata: events.RunMetadata{Answers: events.Answers{InboundSeq: 7}, AllowedTools: []string{"bash"}, AllowedSkills: []any{"x"}}},
 		&events.ToolCallFinished{Meta: meta, Call: tools.Call{Tool: "bash", Arguments: map[string]any{"cmd": "ls"}},
 			Result: &tools.Result{Tool: "bash", Result: map[string]any{"out": []any{1, "x"}}, DurationMS: 2}},
 		&events.RunFinished{Meta: meta, Status: events.RunError, Err: bub.Errorf(bub.KindProvider, "rate limited")},
 		&events.TapeEventRecorded{Meta: meta, Name: "handoff", Data: map[string]any{"name": "session/start", "state": map[string]any{"owner": "human"}}},
-	}
+	)
 	for _, ev := range evs {
 		e, err := events.ToCloudEvent(ev, events.Attrs{Source: events.Source("worker", "w")})
 		if err != nil {
@@ -107,12 +111,26 @@ func TestRoundTripMatchesDecodePayload(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		typ, got, err := events.RoundTrip(ev)
+		typ, got, err := events.Typed(ev)
 		if err != nil || typ != e.Type() {
-			t.Fatalf("RoundTrip: %q, %v (want type %q)", typ, err, e.Type())
+			t.Fatalf("Typed: %q, %v (want type %q)", typ, err, e.Type())
 		}
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("%s:\n got %#v\nwant %#v", typ, got, want)
+		if reflect.TypeOf(got) != reflect.TypeOf(want) {
+			t.Fatalf("%s: Typed gives %T, DecodePayload %T", typ, got, want)
+		}
+		raw, err := json.Marshal(got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(raw, e.Data()) {
+			t.Errorf("%s: JSON\n got %s\nwant %s", typ, raw, e.Data())
+		}
+		decoded := reflect.New(reflect.TypeOf(got).Elem()).Interface()
+		if err := json.Unmarshal(raw, decoded); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(decoded, want) {
+			t.Errorf("%s:\n got %#v\nwant %#v", typ, decoded, want)
 		}
 	}
 }
@@ -133,10 +151,10 @@ func BenchmarkLocalRecord(b *testing.B) {
 			}
 		}
 	})
-	b.Run("RoundTrip", func(b *testing.B) {
+	b.Run("Typed", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, _, err := events.RoundTrip(ev); err != nil {
+			if _, _, err := events.Typed(ev); err != nil {
 				b.Fatal(err)
 			}
 		}

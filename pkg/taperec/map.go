@@ -2,6 +2,7 @@ package taperec
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -62,12 +63,14 @@ func (b Batch) Apply(ctx context.Context, w Writer, name string) error {
 	return err
 }
 
-// MapEvent is [Map] of an in-process event as its CloudEvent carries it
-// (events.RoundTrip, without building the CloudEvent): what a run's local
-// TapeRecorder applies to its own view of the tape. An event type that is
+// MapEvent is [Map] of an in-process event's typed payload
+// (events.Typed: no JSON round trip): what a run's local TapeRecorder
+// applies to its own view of the tape. The entries equal Map's of the
+// decoded CloudEvent once normalized, as every store normalizes what it
+// appends (values of type any in their JSON form). An event type that is
 // not registered (no wire form) gives an empty batch.
 func MapEvent(ev events.Event, runID string, at time.Time) (Batch, error) {
-	_, payload, err := events.RoundTrip(ev)
+	_, payload, err := events.Typed(ev)
 	if errors.Is(err, events.ErrUnregistered) {
 		return Batch{}, nil
 	}
@@ -168,11 +171,14 @@ func tapeEvent(p *events.TapeEventData, meta map[string]any, date string) Batch 
 	}
 	switch p.Name {
 	case EventHandoff:
-		name, _ := p.Data["name"].(string)
-		state, _ := p.Data["state"].(map[string]any)
+		var name string
+		var state map[string]any
+		asJSON(p.Data["name"], &name)
+		asJSON(p.Data["state"], &state)
 		return Batch{Entries: stamp(tape.HandoffEntries(name, state, []map[string]any{meta})...)}
 	case EventReset:
-		archive, _ := p.Data["archive"].(bool)
+		var archive bool
+		asJSON(p.Data["archive"], &archive)
 		start := tape.HandoffEntries(tape.BootstrapAnchor, tape.BootstrapState(), []map[string]any{meta})
 		return Batch{Reset: true, Archive: archive, Entries: stamp(start...)}
 	}
@@ -181,6 +187,26 @@ func tapeEvent(p *events.TapeEventData, meta map[string]any, date string) Batch 
 		data = map[string]any{}
 	}
 	return Batch{Entries: stamp(tape.Event(p.Name, data, meta))}
+}
+
+// asJSON sets *dst to v as a decoded event holds it: v itself when it has
+// dst's type (always, for a decoded event), else v's JSON decoded into dst
+// (an in-process event's typed value); dst keeps its zero value when v
+// does not decode into it, as a failed type assertion would.
+func asJSON[T any](v any, dst *T) {
+	if t, ok := v.(T); ok {
+		*dst = t
+		return
+	}
+	if v == nil {
+		return
+	}
+	if b, err := json.Marshal(v); err == nil {
+		var t T
+		if json.Unmarshal(b, &t) == nil {
+			*dst = t
+		}
+	}
 }
 
 // contentValue is a prompt as Bub stores it: the text, or the part list.

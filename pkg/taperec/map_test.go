@@ -1,6 +1,9 @@
 package taperec
 
 import (
+	"errors"
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -74,5 +77,83 @@ func TestMapMirrorsTheTapeRecorder(t *testing.T) {
 	}
 	if d := Map(&events.HookDecisionData{Plugin: "p"}, "run-1", at).Entries[0]; d.InContext() {
 		t.Fatal("hook decisions must stay out of the model context")
+	}
+}
+
+// TestMapEventMatchesTheRecorder: what a run's local recorder applies
+// (MapEvent of the in-process event, no JSON round trip) is what the
+// recorder commits (Map of the payload decoded from the published
+// CloudEvent), entry for entry once a store normalized both: typed values
+// in fields of type any (a tool result struct, a handoff state of another
+// map type, integers) included.
+func TestMapEventMatchesTheRecorder(t *testing.T) {
+	type result struct {
+		Path  string `json:"path"`
+		Lines int    `json:"lines"`
+	}
+	answer := "done"
+	meta := events.Meta{RunID: "run-1", SessionID: "s"}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	evs := []events.Event{
+		&events.RunStarted{Meta: meta, Prompt: llm.Content{Parts: []llm.Part{{Type: "text", Text: "look"}}}, Model: "m",
+			Metadata: events.RunMetadata{AllowedTools: []string{"bash"}, AllowedSkills: []any{"x", 2}}},
+		&events.StepStarted{Meta: meta, Step: 1, Prompt: llm.Text("p")},
+		&events.ChatFinished{Meta: meta, SystemPrompt: "sys", NewMessages: []llm.Message{{Role: "user", Content: llm.Text("q")}},
+			ToolCalls:   []llm.ToolCall{{ID: "c", Type: "function", Function: llm.FunctionCall{Name: "fs_read", Arguments: `{"path":"a"}`}}},
+			ToolResults: []any{result{Path: "a", Lines: 3}, errors.New("boom"), 7}, ResponseText: &answer},
+		&events.ChatFinished{Meta: meta, ContextErr: errors.New("no anchors"), Err: errors.New("no anchors")},
+		&events.StepFinished{Meta: meta, Step: 1, Status: "ok", ElapsedMS: 12},
+		&events.HookDecision{Meta: meta, Plugin: "policy", Hook: "before_tool_call", Action: "deny", Detail: map[string]any{"r": result{Path: "b"}}, DurationMS: 1},
+		&events.TapeEventRecorded{Meta: meta, Name: EventHandoff, Data: map[string]any{"name": "phase-1", "state": map[string]string{"owner": "human"}}},
+		&events.TapeEventRecorded{Meta: meta, Name: EventReset, Data: map[string]any{"archive": true}},
+		&events.TapeEventRecorded{Meta: meta, Name: "order.reviewed", Data: map[string]any{"n": int64(1) << 40, "r": result{Path: "c"}}},
+		&events.CommandFinished{Meta: meta, Command: ",help", Name: "help", Status: "ok", Output: "…", ElapsedMS: 3},
+		&events.RunFinished{Meta: meta, Status: events.RunError, Steps: 2, DurationMS: 40, Err: errors.New("x")},
+	}
+	ctx := t.Context()
+	local, committed := tape.NewMemoryStore(), tape.NewMemoryStore()
+	for i, ev := range evs {
+		b, err := MapEvent(ev, meta.RunID, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := events.ToCloudEvent(ev, events.Attrs{Source: events.Source("worker", "w")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		payload, err := events.DecodePayload(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := Map(payload, meta.RunID, at)
+		if len(want.Entries) == 0 || b.Reset != want.Reset || b.Archive != want.Archive {
+			t.Fatalf("%T: batch %q, the recorder's %q", ev, describe(b), describe(want))
+		}
+		// Each event on a tape of its own, so a reset hides nothing.
+		name := fmt.Sprint("t", i)
+		if err := b.Apply(ctx, local, name); err != nil {
+			t.Fatal(err)
+		}
+		if err := want.Apply(ctx, committed, name); err != nil {
+			t.Fatal(err)
+		}
+		got, err := local.Fetch(ctx, name, tape.All())
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored, err := committed.Fetch(ctx, name, tape.All())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, stored) {
+			t.Errorf("%T: local entries\n%#v\nthe recorder's\n%#v", ev, got, stored)
+		}
+	}
+	h, err := MapEvent(evs[6], meta.RunID, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if state := h.Entries[0].Payload["state"]; !reflect.DeepEqual(state, map[string]any{"owner": "human"}) {
+		t.Errorf("handoff state of another map type: %#v", state)
 	}
 }
