@@ -270,20 +270,23 @@ func (a *Agent) emitted(ctx context.Context, ev events.Event) {
 // GenAI client metrics, and ends the span.
 func (a *Agent) finishChat(ctx context.Context, span trace.Span, start time.Time, ev *events.LLMCallFinished) {
 	res := ev.Result
-	provider, model := splitModel(ev.Request.Model)
-	mattrs := []attribute.KeyValue{semconv.GenAIOperationNameChat, semconv.GenAIProviderNameKey.String(provider), semconv.GenAIRequestModel(model)}
-	if res.Err != nil {
-		mattrs = append(mattrs, semconv.ErrorTypeKey.String(errorType(res.Err)))
-	}
-	dur := time.Duration(res.DurationMS) * time.Millisecond
-	if dur == 0 && !start.IsZero() {
-		dur = time.Since(start)
-	}
-	m := instr()
-	m.opDuration.Record(ctx, dur.Seconds(), metric.WithAttributes(mattrs...))
-	if u := res.Usage; u != nil {
-		m.tokenUsage.Record(ctx, int64(u.PromptTokens), metric.WithAttributes(append(mattrs, semconv.GenAITokenTypeInput)...))
-		m.tokenUsage.Record(ctx, int64(u.CompletionTokens), metric.WithAttributes(append(mattrs, semconv.GenAITokenTypeOutput)...))
+	// The metrics' attribute sets are built only when a meter provider
+	// records them (without one every instrument is disabled).
+	if m := instr(); m.opDuration.Enabled(ctx) {
+		provider, model := splitModel(ev.Request.Model)
+		mattrs := []attribute.KeyValue{semconv.GenAIOperationNameChat, semconv.GenAIProviderNameKey.String(provider), semconv.GenAIRequestModel(model)}
+		if res.Err != nil {
+			mattrs = append(mattrs, semconv.ErrorTypeKey.String(errorType(res.Err)))
+		}
+		dur := time.Duration(res.DurationMS) * time.Millisecond
+		if dur == 0 && !start.IsZero() {
+			dur = time.Since(start)
+		}
+		m.opDuration.Record(ctx, dur.Seconds(), metric.WithAttributes(mattrs...))
+		if u := res.Usage; u != nil {
+			m.tokenUsage.Record(ctx, int64(u.PromptTokens), metric.WithAttributes(append(mattrs, semconv.GenAITokenTypeInput)...))
+			m.tokenUsage.Record(ctx, int64(u.CompletionTokens), metric.WithAttributes(append(mattrs, semconv.GenAITokenTypeOutput)...))
+		}
 	}
 	if span == nil {
 		return

@@ -106,9 +106,11 @@ func newInstruments(m metric.Meter) *instruments {
 // as a span event to the call it decided on.
 func RecordDecision(ctx context.Context, rec hooks.DecisionRecord) {
 	attrs := []attribute.KeyValue{AttrHook.String(string(rec.Hook)), AttrPlugin.String(rec.Plugin), AttrDecision.String(string(rec.Verdict))}
-	m := instr()
-	m.hookDecisions.Add(ctx, 1, metric.WithAttributes(attrs...))
-	m.hookDuration.Record(ctx, rec.Duration.Seconds(), metric.WithAttributes(attrs...))
+	if m := instr(); m.hookDecisions.Enabled(ctx) {
+		set := metric.WithAttributes(attrs...)
+		m.hookDecisions.Add(ctx, 1, set)
+		m.hookDuration.Record(ctx, rec.Duration.Seconds(), set)
+	}
 	span := trace.SpanFromContext(ctx)
 	if a := runFrom(ctx); a != nil {
 		if s := a.currentSpan(); s != nil {

@@ -260,9 +260,11 @@ func StartTurn(ctx context.Context, t Turn) (context.Context, *TurnSpan) {
 // End ends the turn with status (TurnOK, TurnError or TurnRetry) and its
 // error, and records it in the turn metrics.
 func (t *TurnSpan) End(ctx context.Context, status string, err error) {
-	attrs := metric.WithAttributes(AttrTurnStatus.String(status))
-	instr().turnsFinished.Add(ctx, 1, attrs)
-	instr().turnDuration.Record(ctx, time.Since(t.start).Seconds(), attrs)
+	if m := instr(); m.turnsFinished.Enabled(ctx) {
+		attrs := metric.WithAttributes(AttrTurnStatus.String(status))
+		m.turnsFinished.Add(ctx, 1, attrs)
+		m.turnDuration.Record(ctx, time.Since(t.start).Seconds(), attrs)
+	}
 	t.span.SetAttributes(AttrTurnStatus.String(status))
 	End(t.span, err)
 }
