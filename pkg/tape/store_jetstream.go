@@ -60,8 +60,8 @@ import (
 //     the rest pipelined, each expecting both the stream's and the
 //     subject's last sequence to be its predecessor's (exact as long as no
 //     other subject is written meanwhile, which the store's send lock
-//     ensures for the writes of this process; after a failed prediction
-//     the rest goes one by one), then the index.
+//     ensures for the writes of this process, indexes included; after a
+//     failed prediction the rest goes one by one), then the index.
 //
 // Repair. Entries beyond the committed range are orphans of a chain whose
 // writer crashed, or is still at work, before its index. The next Append
@@ -112,8 +112,9 @@ type JetStreamStore struct {
 	// tape name so the set stays bounded.
 	locks [64]sync.Mutex
 	// sendMu orders the sends of pipelined appends of all tapes of this
-	// store (see writer.publish): their predicted stream sequences hold
-	// only while nothing else is published to the stream in between.
+	// store and of their indexes (see writer.publish): the predicted
+	// stream sequences of a chain hold only while nothing else is
+	// published to the stream in between.
 	sendMu sync.Mutex
 }
 

@@ -370,6 +370,65 @@ func TestJetStreamWritersOnTwoConnectionsNeverInterleave(t *testing.T) {
 	}
 }
 
+// TestJetStreamConcurrentChainsPublishEachEntryOnce: one store (the
+// recorder's) appending to many tapes at once on one replica, where an
+// append is a checked chain whose pipelined entries predict their stream
+// sequences. No index of another tape lands inside a chain, so no
+// prediction fails: every entry is published once (a failed prediction
+// publishes the entry again, one by one). Before the index was sent under
+// the store's send lock, 16 lanes of 10-entry appends published about 8
+// entries twice per append.
+func TestJetStreamConcurrentChainsPublishEachEntryOnce(t *testing.T) {
+	f := newFixture(t)
+	s := f.store(t)
+	nc, _ := f.srv.JetStream(t)
+	// Every message on the tapes' subjects, pending here until counted.
+	sub, err := nc.SubscribeSync(f.names.TapesAll())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sub.SetPendingLimits(-1, -1); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	const lanes, appends, size = 16, 8, 10
+	var wg sync.WaitGroup
+	errs := make(chan error, lanes)
+	for l := range lanes {
+		wg.Go(func() {
+			for a := range appends {
+				batch := make([]Entry, size)
+				for i := range batch {
+					batch[i] = userMsg(fmt.Sprintf("l%d-a%d-%d", l, a, i))
+				}
+				if _, err := s.Append(t.Context(), fmt.Sprint("lane", l), batch); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil { // every copy is pending by now
+		t.Fatal(err)
+	}
+	const want = lanes * appends * size
+	for l := range lanes {
+		if n := subjectMessages(t, s, fmt.Sprint("lane", l)); n != appends*size {
+			t.Fatalf("lane %d: %d entries stored, want %d", l, n, appends*size)
+		}
+	}
+	if got, _, err := sub.Pending(); err != nil || got != want {
+		t.Errorf("%d entries published for %d stored (%v): predictions failed and entries went out again", got, want, err)
+	}
+}
+
 func TestJetStreamRecoversFromAnInterruptedReset(t *testing.T) {
 	s := newFixture(t).store(t)
 	ctx := t.Context()

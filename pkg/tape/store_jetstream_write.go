@@ -299,7 +299,7 @@ func (s *JetStreamStore) putIndex(ctx context.Context, ix Index, rev uint64, id 
 	// got lost answers the next one as a duplicate, with its sequence.
 	var ack *jetstream.PubAck
 	err := jsretry.Read(ctx, func(ctx context.Context) (err error) {
-		ack, err = s.js.PublishMsg(ctx, m)
+		ack, err = s.publishBetweenChains(ctx, m)
 		return err
 	})
 	if isWrongLastSeq(err) {
@@ -309,6 +309,28 @@ func (s *JetStreamStore) putIndex(ctx context.Context, ix Index, rev uint64, id 
 		return 0, fmt.Errorf("writing index: %w", err)
 	}
 	return ack.Sequence, nil
+}
+
+// publishBetweenChains publishes m and waits for its acknowledgement,
+// sending it under the store's send lock: a message sent while another
+// tape's chain holds the lock would land between that chain's first
+// entry and its pipelined ones, whose predicted sequences would then all
+// fail and go out again one by one (see writer.publish).
+func (s *JetStreamStore) publishBetweenChains(ctx context.Context, m *nats.Msg) (*jetstream.PubAck, error) {
+	s.sendMu.Lock()
+	f, err := s.js.PublishMsgAsync(m)
+	s.sendMu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case ack := <-f.Ok():
+		return ack, nil
+	case err := <-f.Err():
+		return nil, err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // repair handles the orphans in (ix.Seq, last]. When they are a prefix of
