@@ -6,7 +6,10 @@
 //
 // Both the worker (which reads its own run through a tape fork) and the
 // recorder service (the only tape writer) use [Map], so a run leaves the
-// same entries in both places. Start with [Map]. Looking for the store the
+// same entries in both places: the recorder on the payload it decodes
+// from the published CloudEvent, the worker through [MapEvent] on the
+// in-process event's typed payload (no JSON round trip; the store
+// normalizes both to the same entries). Start with [Map]. Looking for the store the
 // entries go to? See package tape. For the recorder service see
 // internal/recorder.
 package taperec
