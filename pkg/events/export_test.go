@@ -10,7 +10,3 @@ func WireEncode(source, typ string, a Attrs, data any) (body []byte, ok bool, er
 	body, err = w.encode(typ, a, data)
 	return body, true, err
 }
-
-// Payload exposes the codec's conversion of an event to its type and
-// payload.
-func Payload(ev Event) (string, any, error) { return Codec{}.payload(ev) }

@@ -369,20 +369,16 @@ func (c Codec) DecodePayload(e ce.Event) (any, error) {
 	return v, nil
 }
 
-// Typed returns the CloudEvent type of ev and its payload as a pointer to
-// the payload type DecodePayload gives for the CloudEvent of ev
-// (*RunStartedData for run.started, ev itself for a custom type), holding
-// the event's own values: no JSON encoding and decoding. Its JSON is the
-// CloudEvent's data; a field of type any holds what the emitter put there
-// (a tool result struct, say), where DecodePayload holds its JSON form.
-// The worker's local tape recorder maps events through it (package
-// taperec), which normalizes entries to their JSON form as the store does.
-func (c Codec) Typed(ev Event) (typ string, payload any, err error) {
-	return c.payload(ev)
-}
-
-// Typed is [Codec.Typed] with the zero Codec.
-func Typed(ev Event) (typ string, payload any, err error) { return Codec{}.Typed(ev) }
+// Typed returns the CloudEvent type of a built-in event ev and its
+// payload as a pointer to the payload type DecodePayload gives for the
+// CloudEvent of ev (*RunStartedData for run.started), holding the event's
+// own values: no JSON encoding and decoding. Its JSON is the CloudEvent's
+// data; a field of type any holds what the emitter put there (a tool
+// result struct, say), where DecodePayload holds its JSON form. The
+// worker's local tape recorder maps events through it (package taperec),
+// which normalizes entries to their JSON form as the store does. Another
+// event gives [ErrUnregistered].
+func Typed(ev Event) (typ string, payload any, err error) { return Codec{}.payload(ev) }
 
 // wireEvent is implemented by the built-in events: wire returns the
 // CloudEvent type and a pointer to the payload, with message bodies only

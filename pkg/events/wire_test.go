@@ -52,7 +52,7 @@ func TestWireEncodingMatchesSDK(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					typ, data, err := events.Payload(ev)
+					typ, data, err := events.Typed(ev)
 					if err != nil {
 						t.Fatal(err)
 					}
