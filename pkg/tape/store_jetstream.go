@@ -60,8 +60,9 @@ import (
 //     the rest pipelined, each expecting both the stream's and the
 //     subject's last sequence to be its predecessor's (exact as long as no
 //     other subject is written meanwhile, which the store's send lock
-//     ensures for the writes of this process, indexes included; after a
-//     failed prediction the rest goes one by one), then the index.
+//     ensures for the writes of this process, indexes and archives
+//     included; after a failed prediction the rest goes one by one), then
+//     the index.
 //
 // Repair. Entries beyond the committed range are orphans of a chain whose
 // writer crashed, or is still at work, before its index. The next Append
@@ -111,10 +112,10 @@ type JetStreamStore struct {
 	// locks serializes writers of one tape within this process, striped by
 	// tape name so the set stays bounded.
 	locks [64]sync.Mutex
-	// sendMu orders the sends of pipelined appends of all tapes of this
-	// store and of their indexes (see writer.publish): the predicted
-	// stream sequences of a chain hold only while nothing else is
-	// published to the stream in between.
+	// sendMu orders what this store publishes: a chain holds it from its
+	// first entry until its pipelined ones are sent (see writer.publish),
+	// every other message is sent under it (send), so the predicted
+	// stream sequences of a chain hold.
 	sendMu sync.Mutex
 }
 
@@ -668,26 +669,23 @@ func (s *JetStreamStore) Archive(ctx context.Context, tape string, entries []Ent
 			}
 			m := entryMessage{id: prefix + strconv.FormatInt(n.ID, 10) + suffix, source: s.source, session: tape}
 			msg := &nats.Msg{Subject: subj, Data: appendMessage(nil, m, n), Header: messageHeader(m.id)}
-			if futures[j], err = s.js.PublishMsgAsync(msg); err != nil {
+			if futures[j], err = s.send(msg); err != nil {
 				return "", fmt.Errorf("archiving tape %q: %w", tape, err)
 			}
 		}
 		lost := time.NewTimer(asyncAckTimeout)
 		for _, f := range futures {
-			select {
-			case ack := <-f.Ok():
-				if first == 0 {
-					first = ack.Sequence
-				}
-				last = ack.Sequence
-			case err := <-f.Err():
+			ack, err := awaitAck(ctx, f, lost.C)
+			if err != nil {
+				lost.Stop()
 				return "", fmt.Errorf("archiving tape %q: %w", tape, err)
-			case <-lost.C:
-				return "", fmt.Errorf("archiving tape %q: %w", tape, errAckLost)
-			case <-ctx.Done():
-				return "", fmt.Errorf("archiving tape %q: %w", tape, ctx.Err())
 			}
+			if first == 0 {
+				first = ack.Sequence
+			}
+			last = ack.Sequence
 		}
+		lost.Stop()
 	}
 	return fmt.Sprintf("%s:%s:%d-%d", s.names.TapesStream(), subj, first, last), nil
 }

@@ -298,8 +298,11 @@ func (s *JetStreamStore) putIndex(ctx context.Context, ix Index, rev uint64, id 
 	// the same message id: an attempt that was stored although its answer
 	// got lost answers the next one as a duplicate, with its sequence.
 	var ack *jetstream.PubAck
-	err := jsretry.Read(ctx, func(ctx context.Context) (err error) {
-		ack, err = s.publishBetweenChains(ctx, m)
+	err := jsretry.Read(ctx, func(ctx context.Context) error {
+		f, err := s.send(m)
+		if err == nil {
+			ack, err = awaitAck(ctx, f, nil)
+		}
 		return err
 	})
 	if isWrongLastSeq(err) {
@@ -311,23 +314,27 @@ func (s *JetStreamStore) putIndex(ctx context.Context, ix Index, rev uint64, id 
 	return ack.Sequence, nil
 }
 
-// publishBetweenChains publishes m and waits for its acknowledgement,
-// sending it under the store's send lock: a message sent while another
-// tape's chain holds the lock would land between that chain's first
-// entry and its pipelined ones, whose predicted sequences would then all
-// fail and go out again one by one (see writer.publish).
-func (s *JetStreamStore) publishBetweenChains(ctx context.Context, m *nats.Msg) (*jetstream.PubAck, error) {
+// send publishes m asynchronously under the store's send lock, as every
+// message the store publishes outside a chain must be: one sent while a
+// chain holds the lock would land between the chain's first entry and its
+// pipelined ones, whose predicted sequences would then all fail and go
+// out again one by one (see writer.publish).
+func (s *JetStreamStore) send(m *nats.Msg) (jetstream.PubAckFuture, error) {
 	s.sendMu.Lock()
-	f, err := s.js.PublishMsgAsync(m)
-	s.sendMu.Unlock()
-	if err != nil {
-		return nil, err
-	}
+	defer s.sendMu.Unlock()
+	return s.js.PublishMsgAsync(m)
+}
+
+// awaitAck waits for the acknowledgement of f: errAckLost when lost fires
+// first (nil never does), ctx.Err() when ctx ends first.
+func awaitAck(ctx context.Context, f jetstream.PubAckFuture, lost <-chan time.Time) (*jetstream.PubAck, error) {
 	select {
 	case ack := <-f.Ok():
 		return ack, nil
 	case err := <-f.Err():
 		return nil, err
+	case <-lost:
+		return nil, errAckLost
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -480,8 +487,9 @@ func (w *writer) publish(ctx context.Context, entries []Entry, prev uint64) ([]u
 		lost := time.NewTimer(asyncAckTimeout)
 		defer lost.Stop()
 		for _, f := range futures {
-			select {
-			case ack := <-f.Ok():
+			ack, err := awaitAck(ctx, f, lost.C)
+			switch {
+			case err == nil:
 				if failed {
 					return nil, errRetry // a success after a gap: someone else writes this tape
 				}
@@ -489,18 +497,17 @@ func (w *writer) publish(ctx context.Context, entries []Entry, prev uint64) ([]u
 				prev = ack.Sequence
 				seqs = append(seqs, prev)
 				i++
-			case err := <-f.Err():
-				if !isWrongLastSeq(err) {
-					return nil, fmt.Errorf("publishing: %w", err)
-				}
+			case isWrongLastSeq(err):
 				failed, pipelined = true, false
-			case <-lost.C:
+			case errors.Is(err, errAckLost):
 				// The acknowledgements went with the stream's leader:
 				// start over from a fresh index; what was stored is this
 				// commit's own and is adopted (see repair).
 				return nil, errRetry
-			case <-ctx.Done():
+			case ctx.Err() != nil:
 				return nil, ctx.Err()
+			default:
+				return nil, fmt.Errorf("publishing: %w", err)
 			}
 		}
 	}
