@@ -72,6 +72,46 @@ func userMsg(text string) Entry {
 	return MessageEntry(map[string]any{"role": "user", "content": text})
 }
 
+// userMsgs is batch b of writer name: size user messages
+// "<name>-b<b>-<i>".
+func userMsgs(name string, b, size int) []Entry {
+	batch := make([]Entry, size)
+	for i := range batch {
+		batch[i] = userMsg(fmt.Sprintf("%s-b%d-%d", name, b, i))
+	}
+	return batch
+}
+
+// writerOf is one concurrent writer of appendAtOnce: a store, the tape it
+// appends to and a name for its entries.
+type writerOf struct {
+	s          *JetStreamStore
+	tape, name string
+}
+
+// appendAtOnce runs every writer at once, each appending batch(w, b) for
+// b from 0 to batches-1 in order, and fails t on the first error.
+func appendAtOnce(t *testing.T, writers []writerOf, batches int, batch func(w writerOf, b int) []Entry) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(writers))
+	for _, w := range writers {
+		wg.Go(func() {
+			for b := range batches {
+				if _, err := w.s.Append(t.Context(), w.tape, batch(w, b)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
 func contents(t *testing.T, entries []Entry) []string {
 	t.Helper()
 	var out []string
@@ -306,30 +346,17 @@ func TestJetStreamWritersOnTwoConnectionsNeverInterleave(t *testing.T) {
 	stores := []*JetStreamStore{f.store(t), f.store(t)}
 	tapes := []string{"t", "u", "v"}
 	const batches, size = 12, 4
-	var wg sync.WaitGroup
-	errs := make(chan error, len(stores)*len(tapes))
+	var writers []writerOf
 	for w, s := range stores {
 		for _, tape := range tapes {
-			wg.Go(func() {
-				for b := range batches {
-					batch := make([]Entry, size)
-					for i := range batch {
-						batch[i] = userMsg(fmt.Sprintf("w%d-b%d-%d", w, b, i))
-					}
-					batch[size-1] = Anchor(fmt.Sprintf("w%d-b%d-", w, b)+"3", nil)
-					if _, err := s.Append(t.Context(), tape, batch); err != nil {
-						errs <- err
-						return
-					}
-				}
-			})
+			writers = append(writers, writerOf{s, tape, fmt.Sprint("w", w)})
 		}
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	appendAtOnce(t, writers, batches, func(w writerOf, b int) []Entry {
+		batch := userMsgs(w.name, b, size)
+		batch[size-1] = Anchor(fmt.Sprintf("%s-b%d-", w.name, b)+"3", nil)
+		return batch
+	})
 	for _, tape := range tapes {
 		got, err := f.store(t).Fetch(t.Context(), tape, All())
 		if err != nil {
@@ -394,27 +421,11 @@ func TestJetStreamConcurrentChainsPublishEachEntryOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	const lanes, appends, size = 16, 8, 10
-	var wg sync.WaitGroup
-	errs := make(chan error, lanes)
-	for l := range lanes {
-		wg.Go(func() {
-			for a := range appends {
-				batch := make([]Entry, size)
-				for i := range batch {
-					batch[i] = userMsg(fmt.Sprintf("l%d-a%d-%d", l, a, i))
-				}
-				if _, err := s.Append(t.Context(), fmt.Sprint("lane", l), batch); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
+	writers := make([]writerOf, lanes)
+	for l := range writers {
+		writers[l] = writerOf{s, fmt.Sprint("lane", l), fmt.Sprint("l", l)}
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	appendAtOnce(t, writers, appends, func(w writerOf, b int) []Entry { return userMsgs(w.name, b, size) })
 	if err := nc.Flush(); err != nil { // every copy is pending by now
 		t.Fatal(err)
 	}
