@@ -39,50 +39,65 @@ const (
 	attrOutcome = attribute.Key(ns + ".outcome")
 )
 
-// durations caches the histogram of the current global meter provider.
-var durations struct {
+// instruments caches the tracer and the histogram of the current global
+// providers, so that a request looks them up with one comparison each.
+var instruments struct {
 	mu sync.Mutex
+	tp trace.TracerProvider
+	t  trace.Tracer
 	mp metric.MeterProvider
 	h  metric.Float64Histogram
 }
 
+func tracer() trace.Tracer {
+	tp := otel.GetTracerProvider()
+	instruments.mu.Lock()
+	defer instruments.mu.Unlock()
+	if instruments.t == nil || instruments.tp != tp {
+		instruments.t, instruments.tp = tp.Tracer(scope), tp
+	}
+	return instruments.t
+}
+
 func durationHistogram() metric.Float64Histogram {
 	mp := otel.GetMeterProvider()
-	durations.mu.Lock()
-	defer durations.mu.Unlock()
-	if durations.h == nil || durations.mp != mp {
+	instruments.mu.Lock()
+	defer instruments.mu.Unlock()
+	if instruments.h == nil || instruments.mp != mp {
 		// Creation fails only for an invalid name; the SDK still returns a
 		// usable no-op instrument then.
-		durations.h, _ = mp.Meter(scope).Float64Histogram(metricDuration, metric.WithUnit("s"),
+		instruments.h, _ = mp.Meter(scope).Float64Histogram(metricDuration, metric.WithUnit("s"),
 			metric.WithDescription("Time an interceptor service took to handle a request, by service, hook and outcome."),
 			metric.WithExplicitBucketBoundaries(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5))
-		durations.mp = mp
+		instruments.mp = mp
 	}
-	return durations.h
+	return instruments.h
 }
 
 // observation is one request being handled.
 type observation struct {
-	span  trace.Span
-	start time.Time
-	attrs []attribute.KeyValue
+	span    trace.Span
+	start   time.Time
+	service string
+	hook    hooks.Hook
 }
 
 // observe starts the server span of a request on subject for hook h
 // ("process <subject>", messaging conventions).
 func (s *Service) observe(ctx context.Context, subject string, h hooks.Hook, runID string) (context.Context, *observation) {
-	attrs := []attribute.KeyValue{attrService.String(s.name), attrHook.String(string(h))}
-	ctx, span := otel.Tracer(scope).Start(ctx, "process "+subject,
+	ctx, span := tracer().Start(ctx, "process "+subject,
 		trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(append([]attribute.KeyValue{
+		trace.WithAttributes(
 			semconv.MessagingSystemKey.String("nats"),
 			semconv.MessagingOperationTypeProcess,
 			semconv.MessagingOperationName("process"),
 			semconv.MessagingDestinationName(subject),
 			semconv.MessagingConsumerGroupName(s.name),
 			attrRunID.String(runID),
-		}, attrs...)...))
-	return ctx, &observation{span: span, start: time.Now(), attrs: attrs}
+			attrService.String(s.name),
+			attrHook.String(string(h)),
+		))
+	return ctx, &observation{span: span, start: time.Now(), service: s.name, hook: h}
 }
 
 // end records the request's outcome and ends its span.
@@ -94,6 +109,11 @@ func (o *observation) end(ctx context.Context, err error) {
 		o.span.SetStatus(codes.Error, err.Error())
 		o.span.SetAttributes(semconv.ErrorTypeKey.String(outcome))
 	}
-	durationHistogram().Record(ctx, time.Since(o.start).Seconds(), metric.WithAttributes(append(o.attrs, attrOutcome.String(outcome))...))
+	// The attribute set (a sort and a hash) only when the histogram
+	// records: the global provider's is a no-op until one is installed.
+	if h := durationHistogram(); h.Enabled(ctx) {
+		h.Record(ctx, time.Since(o.start).Seconds(), metric.WithAttributes(
+			attrService.String(o.service), attrHook.String(string(o.hook)), attrOutcome.String(outcome)))
+	}
 	o.span.End()
 }

@@ -1,0 +1,102 @@
+package interceptor_test
+
+import (
+	"context"
+	"testing"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/bubbus/bub/internal/natstest"
+	"github.com/bubbus/bub/pkg/hooks"
+	"github.com/bubbus/bub/pkg/subjects"
+)
+
+// TestTelemetry: with providers installed (after Serve, as a process that
+// sets up telemetry late would), each request is one server span and one
+// bub.interceptor.server.duration point by service, hook and outcome.
+func TestTelemetry(t *testing.T) {
+	s := natstest.Start(t)
+	names := subjects.Default()
+	serve(t, s.Conn(t), names, &guard{})
+	nc := s.Conn(t)
+	subject := names.Hook("guard", string(hooks.HookBeforeToolCall))
+
+	// One request before any provider: recorded nowhere.
+	if _, err := nc.Request(subject, []byte(`{"hook": "before_tool_call", "input": {"call": {"tool": "ls"}}}`), natsTimeout); err != nil {
+		t.Fatal(err)
+	}
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	prevTP, prevMP := otel.GetTracerProvider(), otel.GetMeterProvider()
+	otel.SetTracerProvider(tp)
+	otel.SetMeterProvider(mp)
+	t.Cleanup(func() {
+		otel.SetTracerProvider(prevTP)
+		otel.SetMeterProvider(prevMP)
+		_ = tp.Shutdown(context.Background())
+		_ = mp.Shutdown(context.Background())
+	})
+	for _, body := range []string{
+		`{"hook": "before_tool_call", "run_id": "r1", "input": {"call": {"tool": "ls"}}}`,
+		`{"hook": "before_tool_call", "run_id": "r2", "input": {"call": {"tool": "ls"}}}`,
+		`{"hook": "before_tool_call", "run_id": "r3", "input": {"call": {"tool": "boom"}}}`,
+	} {
+		if _, err := nc.Request(subject, []byte(body), natsTimeout); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	ended := spans.Ended()
+	if len(ended) != 3 {
+		t.Fatalf("%d spans ended, want 3 (one per request after the provider was installed)", len(ended))
+	}
+	for i, sp := range ended {
+		if sp.Name() != "process "+subject {
+			t.Errorf("span %d named %q", i, sp.Name())
+		}
+		want := map[attribute.Key]string{
+			"messaging.system": "nats", "messaging.destination.name": subject,
+			"bub.interceptor.service": "guard", "bub.hook.name": "before_tool_call",
+			"bub.run.id": []string{"r1", "r2", "r3"}[i],
+		}
+		got := map[attribute.Key]string{}
+		for _, kv := range sp.Attributes() {
+			got[kv.Key] = kv.Value.Emit()
+		}
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("span %d: %s = %q, want %q", i, k, got[k], v)
+			}
+		}
+	}
+
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]uint64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != "bub.interceptor.server.duration" {
+				continue
+			}
+			for _, dp := range m.Data.(metricdata.Histogram[float64]).DataPoints {
+				svc, _ := dp.Attributes.Value("bub.interceptor.service")
+				hook, _ := dp.Attributes.Value("bub.hook.name")
+				outcome, _ := dp.Attributes.Value("bub.outcome")
+				counts[svc.Emit()+"/"+hook.Emit()+"/"+outcome.Emit()] += dp.Count
+			}
+		}
+	}
+	want := map[string]uint64{"guard/before_tool_call/ok": 2, "guard/before_tool_call/unknown": 1}
+	if len(counts) != len(want) || counts["guard/before_tool_call/ok"] != 2 || counts["guard/before_tool_call/unknown"] != 1 {
+		t.Errorf("duration points %v, want %v", counts, want)
+	}
+}
