@@ -115,9 +115,11 @@ func HTTPHandler(route string, next http.Handler) http.Handler {
 			span.SetStatus(codes.Error, http.StatusText(sw.status))
 			span.SetAttributes(semconv.ErrorTypeKey.String(strconv.Itoa(sw.status)))
 		}
-		instr().httpDuration.Record(ctx, time.Since(start).Seconds(), metric.WithAttributes(
-			semconv.HTTPRequestMethodKey.String(method), semconv.HTTPRoute(path),
-			semconv.HTTPResponseStatusCode(sw.status)))
+		if m := instr(); m.httpDuration.Enabled(ctx) {
+			m.httpDuration.Record(ctx, time.Since(start).Seconds(), metric.WithAttributes(
+				semconv.HTTPRequestMethodKey.String(method), semconv.HTTPRoute(path),
+				semconv.HTTPResponseStatusCode(sw.status)))
+		}
 	})
 }
 
