@@ -55,3 +55,48 @@ func TestHandledWaitsForTheHandlerToCatchUp(t *testing.T) {
 		t.Fatal("Wait on a closed subscription: no error")
 	}
 }
+
+// TestHandledWaitReturnsAfterEveryRound: one message, flush, Wait, many
+// times over. nats.go (1.56) accounts a delivered message as no longer
+// pending only after its handler returned, so the handler's last wake-up
+// can come before the subscription's pending count reaches 0; Wait must
+// still return.
+func TestHandledWaitReturnsAfterEveryRound(t *testing.T) {
+	srv := natstest.Start(t)
+	sender, receiver := srv.Conn(t), srv.Conn(t)
+	h := natsx.NewHandled()
+	sub, err := receiver.Subscribe("deltas", h.Handler(func(*nats.Msg) { time.Sleep(100 * time.Microsecond) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := receiver.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 500 {
+		if err := sender.Publish("deltas", []byte("d")); err != nil {
+			t.Fatal(err)
+		}
+		if err := sender.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if err := receiver.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- h.Wait(sub) }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("round %d: Wait did not return within 5s (pending and delivered counts: %v)", round, pendingDelivered(sub))
+		}
+	}
+}
+
+func pendingDelivered(sub *nats.Subscription) [2]int64 {
+	p, _, _ := sub.Pending()
+	d, _ := sub.Delivered()
+	return [2]int64{int64(p), d}
+}
