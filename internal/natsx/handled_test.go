@@ -30,17 +30,7 @@ func TestHandledWaitsForTheHandlerToCatchUp(t *testing.T) {
 	if err := receiver.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	for range msgs {
-		if err := sender.Publish("deltas", []byte("d")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := sender.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if err := receiver.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	sendDeltas(t, sender, receiver, msgs)
 	if n := handledN.Load(); n == msgs {
 		t.Fatalf("all %d handled right after the flush: the handler is not slow enough to show anything", n)
 	}
@@ -73,15 +63,7 @@ func TestHandledWaitReturnsAfterEveryRound(t *testing.T) {
 		t.Fatal(err)
 	}
 	for round := range 500 {
-		if err := sender.Publish("deltas", []byte("d")); err != nil {
-			t.Fatal(err)
-		}
-		if err := sender.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		if err := receiver.Flush(); err != nil {
-			t.Fatal(err)
-		}
+		sendDeltas(t, sender, receiver, 1)
 		done := make(chan error, 1)
 		go func() { done <- h.Wait(sub) }()
 		select {
@@ -99,4 +81,21 @@ func pendingDelivered(sub *nats.Subscription) [2]int64 {
 	p, _, _ := sub.Pending()
 	d, _ := sub.Delivered()
 	return [2]int64{int64(p), d}
+}
+
+// sendDeltas publishes n messages on "deltas" from sender and flushes
+// both connections, so that every one of them is in receiver's client.
+func sendDeltas(t *testing.T, sender, receiver *nats.Conn, n int) {
+	t.Helper()
+	for range n {
+		if err := sender.Publish("deltas", []byte("d")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sender.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := receiver.Flush(); err != nil {
+		t.Fatal(err)
+	}
 }

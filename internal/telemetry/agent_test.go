@@ -9,38 +9,17 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/bubbus/bub/internal/telemetry/telemetrytest"
 	"github.com/bubbus/bub/pkg/bub"
 	"github.com/bubbus/bub/pkg/events"
 	"github.com/bubbus/bub/pkg/hooks"
 	"github.com/bubbus/bub/pkg/llm"
 	"github.com/bubbus/bub/pkg/tools"
 )
-
-// useProviders installs a recording tracer provider and a manual metric
-// reader as the global providers for one test.
-func useProviders(t *testing.T) (*tracetest.SpanRecorder, *sdkmetric.ManualReader) {
-	t.Helper()
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	prevT, prevM := otel.GetTracerProvider(), otel.GetMeterProvider()
-	otel.SetTracerProvider(tp)
-	otel.SetMeterProvider(mp)
-	t.Cleanup(func() {
-		otel.SetTracerProvider(prevT)
-		otel.SetMeterProvider(prevM)
-		_ = tp.Shutdown(context.Background())
-		_ = mp.Shutdown(context.Background())
-	})
-	return rec, reader
-}
 
 func spanNamed(t *testing.T, spans []sdktrace.ReadOnlySpan, name string) sdktrace.ReadOnlySpan {
 	t.Helper()
@@ -72,7 +51,7 @@ func attr(s sdktrace.ReadOnlySpan, key string) attribute.Value {
 // handler (an interceptor adapter) sees as current trace context, and the
 // token metrics.
 func TestInstrumentTracesCallsOfARun(t *testing.T) {
-	rec, reader := useProviders(t)
+	rec, reader := telemetrytest.UseProviders(t)
 	parentCtx, parent := otel.Tracer("test").Start(context.Background(), "process turn")
 
 	bus := &events.Bus{}
@@ -189,7 +168,7 @@ func TestInstrumentTracesCallsOfARun(t *testing.T) {
 // TestRunEndEndsDanglingSpans: a call that never finished (cancelled, or
 // a hook aborted it) ends with the run.
 func TestRunEndEndsDanglingSpans(t *testing.T) {
-	rec, _ := useProviders(t)
+	rec, _ := telemetrytest.UseProviders(t)
 	bus := &events.Bus{}
 	a := Instrument(bus, AgentOptions{})
 	ctx, end := a.Start(context.Background(), "r", "s", "echo:echo")
@@ -212,7 +191,7 @@ func TestRunEndEndsDanglingSpans(t *testing.T) {
 
 // TestRecordDecisionCounts checks the hook decision metric and span event.
 func TestRecordDecisionCounts(t *testing.T) {
-	rec, reader := useProviders(t)
+	rec, reader := telemetrytest.UseProviders(t)
 	ctx, span := otel.Tracer("test").Start(context.Background(), "call")
 	RecordDecision(ctx, hooks.DecisionRecord{Hook: hooks.HookBeforeToolCall, Plugin: "policy", Verdict: hooks.VerdictDeny})
 	span.End()

@@ -6,13 +6,15 @@ import (
 	"testing"
 
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/bubbus/bub/internal/telemetry/telemetrytest"
 )
 
 // TestHTTPHandler: one server span named by the route, and one
 // http.server.request.duration point per request by method, route and
 // status code.
 func TestHTTPHandler(t *testing.T) {
-	spans, reader := useProviders(t)
+	spans, reader := telemetrytest.UseProviders(t)
 	h := HTTPHandler("POST /v1/messages", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("fail") != "" {
 			w.WriteHeader(http.StatusServiceUnavailable)

@@ -4,14 +4,11 @@ import (
 	"context"
 	"testing"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/bubbus/bub/internal/natstest"
+	"github.com/bubbus/bub/internal/telemetry/telemetrytest"
 	"github.com/bubbus/bub/pkg/hooks"
 	"github.com/bubbus/bub/pkg/subjects"
 )
@@ -30,19 +27,7 @@ func TestTelemetry(t *testing.T) {
 	if _, err := nc.Request(subject, []byte(`{"hook": "before_tool_call", "input": {"call": {"tool": "ls"}}}`), natsTimeout); err != nil {
 		t.Fatal(err)
 	}
-	spans := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	prevTP, prevMP := otel.GetTracerProvider(), otel.GetMeterProvider()
-	otel.SetTracerProvider(tp)
-	otel.SetMeterProvider(mp)
-	t.Cleanup(func() {
-		otel.SetTracerProvider(prevTP)
-		otel.SetMeterProvider(prevMP)
-		_ = tp.Shutdown(context.Background())
-		_ = mp.Shutdown(context.Background())
-	})
+	spans, reader := telemetrytest.UseProviders(t)
 	for _, body := range []string{
 		`{"hook": "before_tool_call", "run_id": "r1", "input": {"call": {"tool": "ls"}}}`,
 		`{"hook": "before_tool_call", "run_id": "r2", "input": {"call": {"tool": "ls"}}}`,
