@@ -31,7 +31,7 @@ func TestHTTPHandler(t *testing.T) {
 		t.Errorf("http.route = %v", attr(s, "http.route"))
 	}
 	counts := map[int64]uint64{}
-	for _, m := range collect(t, reader) {
+	for _, m := range telemetrytest.Collect(t, reader) {
 		if m.Name != MetricHTTPDuration {
 			continue
 		}

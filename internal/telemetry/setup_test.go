@@ -17,6 +17,7 @@ import (
 
 	"github.com/bubbus/bub/internal/natstest"
 	"github.com/bubbus/bub/internal/natsx"
+	"github.com/bubbus/bub/internal/telemetry/telemetrytest"
 	"github.com/bubbus/bub/pkg/subjects"
 )
 
@@ -213,26 +214,12 @@ func TestObserveJetStream(t *testing.T) {
 func gauges(t *testing.T, reader *sdkmetric.ManualReader) map[string]int64 {
 	t.Helper()
 	out := map[string]int64{}
-	for _, m := range collect(t, reader) {
+	for _, m := range telemetrytest.Collect(t, reader) {
 		if g, ok := m.Data.(metricdata.Gauge[int64]); ok {
 			for _, dp := range g.DataPoints {
 				out[m.Name] += dp.Value
 			}
 		}
-	}
-	return out
-}
-
-// collect reads every metric of reader.
-func collect(t *testing.T, reader *sdkmetric.ManualReader) []metricdata.Metrics {
-	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
-	var out []metricdata.Metrics
-	for _, sm := range rm.ScopeMetrics {
-		out = append(out, sm.Metrics...)
 	}
 	return out
 }
@@ -258,7 +245,7 @@ func TestObserveInterceptors(t *testing.T) {
 	}
 	defer func() { _ = stop() }()
 	got := map[string]int64{}
-	for _, m := range collect(t, reader) {
+	for _, m := range telemetrytest.Collect(t, reader) {
 		if m.Name != MetricInterceptorCalls {
 			continue
 		}

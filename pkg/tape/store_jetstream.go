@@ -660,32 +660,23 @@ func (s *JetStreamStore) Archive(ctx context.Context, tape string, entries []Ent
 	prefix, suffix := subjects.Token(tape)+":", ":archive:"+rand.Text()
 	var first, last uint64
 	for i := 0; i < len(entries); i += publishWindow {
-		batch := entries[i:min(i+publishWindow, len(entries))]
-		futures := make([]jetstream.PubAckFuture, len(batch))
-		for j, e := range batch {
+		msgs := make([]*nats.Msg, 0, publishWindow)
+		for _, e := range entries[i:min(i+publishWindow, len(entries))] {
 			n, err := normalize(e)
 			if err != nil {
 				return "", fmt.Errorf("archiving tape %q: %w", tape, err)
 			}
 			m := entryMessage{id: prefix + strconv.FormatInt(n.ID, 10) + suffix, source: s.source, session: tape}
-			msg := &nats.Msg{Subject: subj, Data: appendMessage(nil, m, n), Header: messageHeader(m.id)}
-			if futures[j], err = s.send(msg); err != nil {
-				return "", fmt.Errorf("archiving tape %q: %w", tape, err)
-			}
+			msgs = append(msgs, &nats.Msg{Subject: subj, Data: appendMessage(nil, m, n), Header: messageHeader(m.id)})
 		}
-		lost := time.NewTimer(asyncAckTimeout)
-		for _, f := range futures {
-			ack, err := awaitAck(ctx, f, lost.C)
-			if err != nil {
-				lost.Stop()
-				return "", fmt.Errorf("archiving tape %q: %w", tape, err)
-			}
-			if first == 0 {
-				first = ack.Sequence
-			}
-			last = ack.Sequence
+		seqs, err := s.sendWindow(ctx, msgs)
+		if err != nil {
+			return "", fmt.Errorf("archiving tape %q: %w", tape, err)
 		}
-		lost.Stop()
+		if first == 0 {
+			first = seqs[0]
+		}
+		last = seqs[len(seqs)-1]
 	}
 	return fmt.Sprintf("%s:%s:%d-%d", s.names.TapesStream(), subj, first, last), nil
 }

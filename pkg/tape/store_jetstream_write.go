@@ -325,6 +325,30 @@ func (s *JetStreamStore) send(m *nats.Msg) (jetstream.PubAckFuture, error) {
 	return s.js.PublishMsgAsync(m)
 }
 
+// sendWindow sends msgs (each through send) and returns their stream
+// sequences once all are acknowledged, errAckLost when that takes longer
+// than asyncAckTimeout.
+func (s *JetStreamStore) sendWindow(ctx context.Context, msgs []*nats.Msg) ([]uint64, error) {
+	futures := make([]jetstream.PubAckFuture, len(msgs))
+	for i, m := range msgs {
+		var err error
+		if futures[i], err = s.send(m); err != nil {
+			return nil, err
+		}
+	}
+	lost := time.NewTimer(asyncAckTimeout)
+	defer lost.Stop()
+	seqs := make([]uint64, len(futures))
+	for i, f := range futures {
+		ack, err := awaitAck(ctx, f, lost.C)
+		if err != nil {
+			return nil, err
+		}
+		seqs[i] = ack.Sequence
+	}
+	return seqs, nil
+}
+
 // awaitAck waits for the acknowledgement of f: errAckLost when lost fires
 // first (nil never does), ctx.Err() when ctx ends first.
 func awaitAck(ctx context.Context, f jetstream.PubAckFuture, lost <-chan time.Time) (*jetstream.PubAck, error) {

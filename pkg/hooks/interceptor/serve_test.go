@@ -105,15 +105,22 @@ func TestEndpoints(t *testing.T) {
 	}
 }
 
+// serveGuard serves guard under the default names on a new server and
+// returns another connection to it and the subject of guard's
+// before_tool_call endpoint.
+func serveGuard(t *testing.T) (*nats.Conn, string) {
+	t.Helper()
+	s := natstest.Start(t)
+	names := subjects.Default()
+	serve(t, s.Conn(t), names, &guard{})
+	return s.Conn(t), names.Hook("guard", string(hooks.HookBeforeToolCall))
+}
+
 // TestErrorReplies: a panic, an undecodable request, a request with a
 // member of the wrong type, a request for another hook and a bad deadline each get a NATS micro error reply whose
 // body keeps the error's kind.
 func TestErrorReplies(t *testing.T) {
-	s := natstest.Start(t)
-	names := subjects.Default()
-	serve(t, s.Conn(t), names, &guard{})
-	nc := s.Conn(t)
-	subject := names.Hook("guard", string(hooks.HookBeforeToolCall))
+	nc, subject := serveGuard(t)
 	for _, c := range []struct {
 		name, body, deadline, code, kind string
 	}{

@@ -40,7 +40,7 @@ const (
 )
 
 // instruments caches the tracer and the histogram of the current global
-// providers, so that a request looks them up with one comparison each.
+// providers: a request looks them up with one comparison each.
 var instruments struct {
 	mu sync.Mutex
 	tp trace.TracerProvider
@@ -49,20 +49,15 @@ var instruments struct {
 	h  metric.Float64Histogram
 }
 
-func tracer() trace.Tracer {
-	tp := otel.GetTracerProvider()
+// current returns the tracer and the duration histogram of the global
+// providers, made again when a provider was replaced.
+func current() (trace.Tracer, metric.Float64Histogram) {
+	tp, mp := otel.GetTracerProvider(), otel.GetMeterProvider()
 	instruments.mu.Lock()
 	defer instruments.mu.Unlock()
 	if instruments.t == nil || instruments.tp != tp {
 		instruments.t, instruments.tp = tp.Tracer(scope), tp
 	}
-	return instruments.t
-}
-
-func durationHistogram() metric.Float64Histogram {
-	mp := otel.GetMeterProvider()
-	instruments.mu.Lock()
-	defer instruments.mu.Unlock()
 	if instruments.h == nil || instruments.mp != mp {
 		// Creation fails only for an invalid name; the SDK still returns a
 		// usable no-op instrument then.
@@ -71,21 +66,23 @@ func durationHistogram() metric.Float64Histogram {
 			metric.WithExplicitBucketBoundaries(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5))
 		instruments.mp = mp
 	}
-	return instruments.h
+	return instruments.t, instruments.h
 }
 
 // observation is one request being handled.
 type observation struct {
-	span    trace.Span
-	start   time.Time
-	service string
-	hook    hooks.Hook
+	span      trace.Span
+	durations metric.Float64Histogram
+	start     time.Time
+	service   string
+	hook      hooks.Hook
 }
 
 // observe starts the server span of a request on subject for hook h
 // ("process <subject>", messaging conventions).
 func (s *Service) observe(ctx context.Context, subject string, h hooks.Hook, runID string) (context.Context, *observation) {
-	ctx, span := tracer().Start(ctx, "process "+subject,
+	tracer, durations := current()
+	ctx, span := tracer.Start(ctx, "process "+subject,
 		trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithAttributes(
 			semconv.MessagingSystemKey.String("nats"),
@@ -97,7 +94,7 @@ func (s *Service) observe(ctx context.Context, subject string, h hooks.Hook, run
 			attrService.String(s.name),
 			attrHook.String(string(h)),
 		))
-	return ctx, &observation{span: span, start: time.Now(), service: s.name, hook: h}
+	return ctx, &observation{span: span, durations: durations, start: time.Now(), service: s.name, hook: h}
 }
 
 // end records the request's outcome and ends its span.
@@ -111,8 +108,8 @@ func (o *observation) end(ctx context.Context, err error) {
 	}
 	// The attribute set (a sort and a hash) only when the histogram
 	// records: the global provider's is a no-op until one is installed.
-	if h := durationHistogram(); h.Enabled(ctx) {
-		h.Record(ctx, time.Since(o.start).Seconds(), metric.WithAttributes(
+	if o.durations.Enabled(ctx) {
+		o.durations.Record(ctx, time.Since(o.start).Seconds(), metric.WithAttributes(
 			attrService.String(o.service), attrHook.String(string(o.hook)), attrOutcome.String(outcome)))
 	}
 	o.span.End()

@@ -1,27 +1,19 @@
 package interceptor_test
 
 import (
-	"context"
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/bubbus/bub/internal/natstest"
 	"github.com/bubbus/bub/internal/telemetry/telemetrytest"
-	"github.com/bubbus/bub/pkg/hooks"
-	"github.com/bubbus/bub/pkg/subjects"
 )
 
 // TestTelemetry: with providers installed (after Serve, as a process that
 // sets up telemetry late would), each request is one server span and one
 // bub.interceptor.server.duration point by service, hook and outcome.
 func TestTelemetry(t *testing.T) {
-	s := natstest.Start(t)
-	names := subjects.Default()
-	serve(t, s.Conn(t), names, &guard{})
-	nc := s.Conn(t)
-	subject := names.Hook("guard", string(hooks.HookBeforeToolCall))
+	nc, subject := serveGuard(t)
 
 	// One request before any provider: recorded nowhere.
 	if _, err := nc.Request(subject, []byte(`{"hook": "before_tool_call", "input": {"call": {"tool": "ls"}}}`), natsTimeout); err != nil {
@@ -62,22 +54,16 @@ func TestTelemetry(t *testing.T) {
 		}
 	}
 
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
 	counts := map[string]uint64{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if m.Name != "bub.interceptor.server.duration" {
-				continue
-			}
-			for _, dp := range m.Data.(metricdata.Histogram[float64]).DataPoints {
-				svc, _ := dp.Attributes.Value("bub.interceptor.service")
-				hook, _ := dp.Attributes.Value("bub.hook.name")
-				outcome, _ := dp.Attributes.Value("bub.outcome")
-				counts[svc.Emit()+"/"+hook.Emit()+"/"+outcome.Emit()] += dp.Count
-			}
+	for _, m := range telemetrytest.Collect(t, reader) {
+		if m.Name != "bub.interceptor.server.duration" {
+			continue
+		}
+		for _, dp := range m.Data.(metricdata.Histogram[float64]).DataPoints {
+			svc, _ := dp.Attributes.Value("bub.interceptor.service")
+			hook, _ := dp.Attributes.Value("bub.hook.name")
+			outcome, _ := dp.Attributes.Value("bub.outcome")
+			counts[svc.Emit()+"/"+hook.Emit()+"/"+outcome.Emit()] += dp.Count
 		}
 	}
 	want := map[string]uint64{"guard/before_tool_call/ok": 2, "guard/before_tool_call/unknown": 1}
