@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/bubbus/bub/internal/fakellm"
@@ -199,6 +200,66 @@ func TestCommandsAndTurnsAlternateWithoutStaleWaits(t *testing.T) {
 	seen.mu.Unlock()
 	if stale != 0 {
 		t.Fatalf("%d tape.stale events: a turn waited for a watermark that a command's run never moved", stale)
+	}
+	up.stop(t, 30*time.Second)
+}
+
+// TestRecordedSessionTurnReadsItsIndexOnce: a turn in a session whose
+// earlier turns are recorded reads the tape's index when it starts (beside
+// the newest run end, to see that nothing is left to wait for), and its run
+// starts from that read: the turn's JetStream direct gets of the index are
+// that read and the one of its context read, then the recorder's one
+// before the commit. Counted on the server's API subject while a turn of
+// a recorded session runs and is recorded in `bub up`.
+func TestRecordedSessionTurnReadsItsIndexOnce(t *testing.T) {
+	httpAddr, natsAddr := freeAddr(t), freeAddr(t)
+	up := start(t, "bub", []string{"BUB_HOME=" + t.TempDir()}, "up", "--http", httpAddr, "--nats-listen", natsAddr)
+	base := "http://" + httpAddr
+	waitHTTP(t, base+"/readyz", 30*time.Second)
+	nc, err := nats.Connect("nats://" + natsAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	const session = "ryw:reads"
+	names := subjects.Default()
+	commits, err := nc.SubscribeSync(names.TapeIndex(session))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads, err := nc.SubscribeSync("$JS.API.DIRECT.GET." + names.TapesStream() + "." + names.TapeIndex(session))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// turn posts one line and returns once the recorder committed its run
+	// (published the tape's next index), and the index reads made meanwhile.
+	turn := func(line string) int {
+		t.Helper()
+		if status, r := post(t, base, map[string]any{"content": line, "session_id": session}, "30s"); status != 200 || len(r.Outbounds) != 1 {
+			t.Fatalf("%q: %d %+v", line, status, r)
+		}
+		if _, err := commits.NextMsg(30 * time.Second); err != nil {
+			t.Fatalf("%q was not committed: %v", line, err)
+		}
+		n, _, err := reads.Pending()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range n {
+			if _, err := reads.NextMsg(time.Second); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return n
+	}
+	turn("hello")
+	for _, line := range []string{"hello again", "and again"} {
+		if n := turn(line); n != 3 {
+			t.Fatalf("%q: the tape's index was read %d times, want 3 (the turn's start, its context, the recorder's commit)", line, n)
+		}
 	}
 	up.stop(t, 30*time.Second)
 }

@@ -79,6 +79,9 @@ func (rt *Runtime) prepare(t *turn, session string, state *bub.State, steer agen
 		fork:    tape.NewFork(rt.tapes),
 		session: session,
 	}
+	if ix, ok := t.takeIndex(session); ok {
+		rtape.fork.Seed(session, ix)
+	}
 	tc := rt.tapeContext
 	tc.State = state
 	rtape.tape = tape.New(rtape.fork, session, tc)
@@ -247,7 +250,15 @@ func (rt *Runtime) flushDeltas(t *turn) {
 // of the session (read-your-writes), at most ReadYourWrites; when the
 // wait times out the turn proceeds and says so with a tape.stale event (of
 // no run: the turn waits before its first stage), as it does when it
-// cannot find what to wait for.
+// cannot find what to wait for. It returns the tape's index that showed
+// the wait over (ok false when it has none): the turn's runs start from it
+// ([tape.Fork.Seed]) instead of reading it again.
+//
+// The index is read beside the run ends, in one round trip: when it shows
+// the newest run end committed already (the session's earlier turns were
+// recorded before this one came, or there were none) nothing is waited
+// for; otherwise the index is read again until its watermark passes that
+// end.
 //
 // A run ends with its run.finished (a command's with command.finished),
 // stored before the turn replies. So the newest of the two on the
@@ -258,18 +269,27 @@ func (rt *Runtime) flushDeltas(t *turn) {
 // moves the tape's events watermark to an event only when every run of
 // the session that finished by then is committed (see
 // internal/recorder), however the runs overlapped.
-func (rt *Runtime) awaitEarlierTurns(ctx context.Context, session string) {
+func (rt *Runtime) awaitEarlierTurns(ctx context.Context, session string) (tape.Index, bool) {
 	start := time.Now()
 	wctx, cancel := context.WithTimeout(ctx, rt.o.ReadYourWrites)
 	defer cancel()
+	var (
+		ix    tape.Index
+		ixErr error
+		wg    sync.WaitGroup
+	)
+	wg.Go(func() { ix, ixErr = rt.tapes.Index(wctx, session) })
 	want, err := rt.lastRunEnd(wctx, session)
-	var ix tape.Index
+	wg.Wait()
 	if err == nil {
+		if ixErr == nil && ix.Watermark(taperec.WatermarkEvents) >= want {
+			return ix, true
+		}
 		if want == 0 {
-			return
+			return tape.Index{}, false // the fork reads the index itself
 		}
 		if ix, err = rt.tapes.WaitWatermark(wctx, session, taperec.WatermarkEvents, want); err == nil {
-			return
+			return ix, true
 		}
 	}
 	have := ix.Watermark(taperec.WatermarkEvents)
@@ -278,6 +298,7 @@ func (rt *Runtime) awaitEarlierTurns(ctx context.Context, session string) {
 	if err := rt.publish(ctx, events.TypeTapeStale, session, data); err != nil {
 		rt.log.Warn("worker.tape_stale_event_failed", "err", err)
 	}
+	return tape.Index{}, false
 }
 
 // runEnds are the event types that end a recorded run.

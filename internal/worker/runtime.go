@@ -293,7 +293,9 @@ func (rt *Runtime) Process(ctx context.Context, in Inbound) (err error) {
 	conn := watchConn(rt.o.NC)
 	session := rt.session(ctx, in)
 	if session != "" {
-		rt.awaitEarlierTurns(ctx, session)
+		if ix, ok := rt.awaitEarlierTurns(ctx, session); ok {
+			t.index, t.indexOf = ix, session
+		}
 	}
 	if in.Admitted != nil {
 		if err := in.Admitted(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/bubbus/bub/pkg/envelope"
+	"github.com/bubbus/bub/pkg/tape"
 )
 
 // turn is the runtime's own record of a turn it runs, kept while control
@@ -23,6 +24,23 @@ type turn struct {
 	mu      sync.Mutex
 	flushes []func(context.Context) error // event attachments of the turn's runs
 	failure *envelope.Envelope            // the held-back turn-failure reply (retry.go)
+	// index is the index of tape indexOf read when the turn started, for
+	// its run's fork ("": none, or taken; see takeIndex).
+	index   tape.Index
+	indexOf string
+}
+
+// takeIndex returns the index read when the turn started if it is of
+// session and not taken yet: the turn's first run of its session starts
+// from it; later runs (a retried run, a subagent's) read their own.
+func (t *turn) takeIndex(session string) (tape.Index, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.indexOf == "" || t.indexOf != session {
+		return tape.Index{}, false
+	}
+	t.indexOf = ""
+	return t.index, true
 }
 
 type turnKey struct{}

@@ -38,6 +38,9 @@ type Fork struct {
 	// lastIDs are the parent's last ids from the newest index reads of
 	// tapes the fork has not written yet: the base of their first append.
 	lastIDs map[string]int64
+	// seeds are parent indexes read by the fork's user (see [Fork.Seed]),
+	// each for the next Index of its tape.
+	seeds map[string]Index
 	// changed is closed and replaced whenever an overlay changes.
 	changed chan struct{}
 }
@@ -60,7 +63,18 @@ var (
 
 // NewFork returns an empty overlay on parent.
 func NewFork(parent Store) *Fork {
-	return &Fork{parent: parent, tapes: map[string]*overlay{}, lastIDs: map[string]int64{}, changed: make(chan struct{})}
+	return &Fork{parent: parent, tapes: map[string]*overlay{}, lastIDs: map[string]int64{}, seeds: map[string]Index{}, changed: make(chan struct{})}
+}
+
+// Seed hands the fork an index of tape that its user has just read from
+// the parent, so that the fork's next [Fork.Index] of tape (only that one)
+// starts from it instead of reading the parent again. A worker reads the
+// index when its turn starts, waiting for the session's earlier turns to
+// be committed, and seeds its run's fork with it.
+func (f *Fork) Seed(tape string, ix Index) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.seeds[tape] = ix
 }
 
 // Unwrap returns the parent store.
@@ -250,14 +264,21 @@ func (f *Fork) List(ctx context.Context) ([]string, error) {
 	return slices.Compact(names), nil
 }
 
-// Index implements [Indexer]: the parent's index extended by the pending
-// entries (whose anchors and commits have Seq 0), the fork's commits and
-// its watermarks; Seq and FirstSeq stay the parent's.
+// Index implements [Indexer]: the parent's index (a [Fork.Seed] given,
+// else read) extended by the pending entries (whose anchors and commits
+// have Seq 0), the fork's commits and its watermarks; Seq and FirstSeq
+// stay the parent's.
 func (f *Fork) Index(ctx context.Context, tape string) (Index, error) {
 	v := f.view(tape)
-	pix, err := f.parent.Index(ctx, tape)
-	if err != nil {
-		return Index{}, err
+	f.mu.Lock()
+	pix, seeded := f.seeds[tape]
+	delete(f.seeds, tape)
+	f.mu.Unlock()
+	if !seeded {
+		var err error
+		if pix, err = f.parent.Index(ctx, tape); err != nil {
+			return Index{}, err
+		}
 	}
 	f.mu.Lock()
 	if ov := f.tapes[tape]; ov == nil || !ov.based {

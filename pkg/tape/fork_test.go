@@ -282,3 +282,39 @@ func TestForkNumbersFromItsLastIndexRead(t *testing.T) {
 		t.Fatalf("ids %v after %d reads, want 3 after 3", got, parent.reads)
 	}
 }
+
+// TestForkSeedServesItsNextIndexOnly: a seeded index answers the fork's
+// next Index of its tape (extended by the pending entries, numbering the
+// fork's appends) without a read of the parent; the one after reads the
+// parent again, and other tapes never use it.
+func TestForkSeedServesItsNextIndexOnly(t *testing.T) {
+	ctx := t.Context()
+	mem := tape.NewMemoryStore()
+	parent := &indexCounter{Store: mem}
+	if _, err := mem.Append(ctx, "t", []tape.Entry{user("p1"), user("p2")}); err != nil {
+		t.Fatal(err)
+	}
+	seed, err := mem.Index(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fork := tape.NewFork(parent)
+	fork.Seed("t", seed)
+	if _, err := mem.Append(ctx, "t", []tape.Entry{user("p3")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fork.Index(ctx, "other"); err != nil || parent.reads != 1 {
+		t.Fatalf("another tape's index: %v after %d parent reads, want a read of its own", err, parent.reads)
+	}
+	ix, err := fork.Index(ctx, "t")
+	if err != nil || parent.reads != 1 || ix.LastID != 2 {
+		t.Fatalf("seeded index: last id %d (%v) after %d parent reads, want the seed's 2 and no read", ix.LastID, err, parent.reads)
+	}
+	stored, err := fork.Append(ctx, "t", []tape.Entry{user("f1")})
+	if err != nil || !reflect.DeepEqual(ids(stored), []int64{3}) {
+		t.Fatalf("provisional ids %v (%v), want 3 (after the seed's last id)", ids(stored), err)
+	}
+	if _, err = fork.Index(ctx, "t"); err != nil || parent.reads != 2 {
+		t.Fatalf("second index: %v after %d parent reads, want a read of the parent", err, parent.reads)
+	}
+}
