@@ -209,8 +209,10 @@ func TestCommandsAndTurnsAlternateWithoutStaleWaits(t *testing.T) {
 // the newest run end, to see that nothing is left to wait for), and its run
 // starts from that read: the turn's JetStream direct gets of the index are
 // that read and the one of its context read, then the recorder's one
-// before the commit. Counted on the server's API subject while a turn of
-// a recorded session runs and is recorded in `bub up`.
+// before the commit. The model switches come with that index: no turn,
+// the session's first included, reads them from the state bucket. Counted
+// on the server's API subjects while turns run and are recorded in `bub
+// up`.
 func TestRecordedSessionTurnReadsItsIndexOnce(t *testing.T) {
 	httpAddr, natsAddr := freeAddr(t), freeAddr(t)
 	up := start(t, "bub", []string{"BUB_HOME=" + t.TempDir()}, "up", "--http", httpAddr, "--nats-listen", natsAddr)
@@ -228,6 +230,10 @@ func TestRecordedSessionTurnReadsItsIndexOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	reads, err := nc.SubscribeSync("$JS.API.DIRECT.GET." + names.TapesStream() + "." + names.TapeIndex(session))
+	if err != nil {
+		t.Fatal(err)
+	}
+	switchReads, err := nc.SubscribeSync("$JS.API.DIRECT.GET.KV_" + names.StateBucket() + ".$KV." + names.StateBucket() + "." + names.SwitchesKey(session))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,6 +266,9 @@ func TestRecordedSessionTurnReadsItsIndexOnce(t *testing.T) {
 		if n := turn(line); n != 3 {
 			t.Fatalf("%q: the tape's index was read %d times, want 3 (the turn's start, its context, the recorder's commit)", line, n)
 		}
+	}
+	if n, _, err := switchReads.Pending(); err != nil || n != 0 {
+		t.Fatalf("the turns read the model switches from the state bucket %d times (%v), want 0", n, err)
 	}
 	up.stop(t, 30*time.Second)
 }

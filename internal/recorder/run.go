@@ -538,10 +538,11 @@ func markArchived(entries []tape.Entry, loc string) {
 }
 
 // saveSwitches records the latest switches among a committed run's
-// entries (tape.Switches: Bub's load_state reads them from the tape;
-// keeping them in the state bucket makes that O(1)), merged over the saved
-// ones, or, when the run reset the tape, only those after the reset (none
-// deletes the key).
+// entries (tape.Switches: Bub's load_state reads them from the tape),
+// merged over the saved ones, or, when the run reset the tape, only those
+// after the reset (none deletes the key). The tape's index carries them
+// too (tape.Index.Switches), which is where workers read them; the state
+// bucket answers for tapes whose index was written before it did.
 func (l *lane) saveSwitches(ctx context.Context, session string, entries []tape.Entry, reset bool) error {
 	var sw tape.Switches
 	changed := false

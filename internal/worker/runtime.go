@@ -430,12 +430,21 @@ func (rt *Runtime) publish(ctx context.Context, typ, session string, data any) e
 	return err
 }
 
-// LatestSwitches implements builtin.SwitchReader from the state bucket
-// the recorder maintains. A turn reads them after it waited (bounded) until
-// the recorder committed the session's earlier turns (see [Runtime.Process]),
-// which save their switches (or clear them, on tape.reset) before
-// committing.
+// LatestSwitches implements builtin.SwitchReader. A turn reads them after
+// it waited (bounded) until the recorder committed the session's earlier
+// turns (see [Runtime.Process]): from the tape's index that ended the wait
+// (tape.Index.Switches, committed with the entries), without another read.
+// An index written before the store kept them sends the turn to the state
+// bucket the recorder also maintains, whose switches it saves (or clears,
+// on tape.reset) before committing.
 func (rt *Runtime) LatestSwitches(ctx context.Context, session string) (tape.Switches, error) {
+	if t := turnFrom(ctx); t != nil {
+		if ix, ok := t.peekIndex(session); ok {
+			if sw, ok := ix.KnownSwitches(); ok {
+				return sw, nil
+			}
+		}
+	}
 	var sw tape.Switches
 	if rt.o.State == nil {
 		return sw, nil

@@ -36,10 +36,25 @@ type turn struct {
 func (t *turn) takeIndex(session string) (tape.Index, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	ix, ok := t.indexLocked(session)
+	if ok {
+		t.indexOf = ""
+	}
+	return ix, ok
+}
+
+// peekIndex is takeIndex leaving the index in place (load_state reads the
+// switches from it before the run starts).
+func (t *turn) peekIndex(session string) (tape.Index, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.indexLocked(session)
+}
+
+func (t *turn) indexLocked(session string) (tape.Index, bool) {
 	if t.indexOf == "" || t.indexOf != session {
 		return tape.Index{}, false
 	}
-	t.indexOf = ""
 	return t.index, true
 }
 

@@ -78,3 +78,27 @@ func FuzzDecodeIndex(f *testing.F) {
 		}
 	})
 }
+
+// TestIndexMessageSwitches: an index message keeps the tape's switches; one
+// written before the store kept them (no "switches") knows none of a tape
+// with entries.
+func TestIndexMessageSwitches(t *testing.T) {
+	old := appendIndexMessage(nil, entryMessage{id: "s:index:k:9", source: "/bub/tape", session: "s"}, sampleIndex(), 2)
+	ix, err := decodeIndex("s", 20, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sw, ok := ix.KnownSwitches(); ok {
+		t.Fatalf("an index without switches knows %+v", sw)
+	}
+	with := sampleIndex()
+	with.Switches = &Switches{Model: "openai:b"}
+	body := appendIndexMessage(nil, entryMessage{id: "s:index:k:10", source: "/bub/tape", session: "s"}, with, 2)
+	validEvent(t, body)
+	if ix, err = decodeIndex("s", 21, body); err != nil {
+		t.Fatal(err)
+	}
+	if sw, ok := ix.KnownSwitches(); !ok || sw.Model != "openai:b" {
+		t.Fatalf("switches %+v (known %v), want model openai:b", sw, ok)
+	}
+}

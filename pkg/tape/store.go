@@ -196,6 +196,12 @@ type Index struct {
 	// Watermarks are caller-defined monotonic counters kept atomically with
 	// the entries (e.g. "events stream sequence recorded up to").
 	Watermarks map[string]uint64 `json:"watermarks,omitempty"`
+	// Switches are the latest model and reasoning-effort switches among
+	// the entries since the last reset, where Bub's load_state reads them.
+	// nil when the index does not know them: it was written before the
+	// store kept them, for a tape that had entries then (a reset or the
+	// first entry starts them).
+	Switches *Switches `json:"switches,omitempty"`
 	// Revision changes with every update (the KV revision in JetStream).
 	Revision uint64 `json:"-"`
 }
@@ -265,6 +271,10 @@ func (ix Index) Clone() Index {
 	ix.RecentAnchors = slices.Clone(ix.RecentAnchors)
 	ix.Commits = slices.Clone(ix.Commits)
 	ix.Watermarks = maps.Clone(ix.Watermarks)
+	if ix.Switches != nil {
+		sw := *ix.Switches
+		ix.Switches = &sw
+	}
 	return ix
 }
 
@@ -275,9 +285,15 @@ func (ix Index) next(stored []Entry, seqs []uint64, o appendOptions) Index {
 	if o.reset {
 		nx = Index{Tape: ix.Tape, Seq: ix.Seq, Watermarks: nx.Watermarks}
 	}
+	if nx.Entries == 0 {
+		nx.Switches = &Switches{} // an empty tape has none, known
+	}
 	for i, e := range stored {
 		if nx.Entries == 0 {
 			nx.FirstSeq = seqs[i]
+		}
+		if nx.Switches != nil {
+			nx.Switches.Apply(e)
 		}
 		nx.Seq, nx.LastID = seqs[i], e.ID
 		nx.Entries++
@@ -310,6 +326,18 @@ func (ix Index) next(stored []Entry, seqs []uint64, o appendOptions) Index {
 		nx.Watermarks[k] = max(nx.Watermarks[k], v)
 	}
 	return nx
+}
+
+// KnownSwitches returns the tape's latest switches ([Index.Switches]), and
+// false when the index does not know them.
+func (ix Index) KnownSwitches() (Switches, bool) {
+	switch {
+	case ix.Switches != nil:
+		return *ix.Switches, true
+	case ix.Entries == 0:
+		return Switches{}, true
+	}
+	return Switches{}, false
 }
 
 // reached reports whether watermark key is at least atLeast.

@@ -35,6 +35,7 @@ func Run(t *testing.T, newStore func(t *testing.T) tape.Store) {
 		{"Reset", testReset},
 		{"ResetWithBatchIsAtomic", testAppendWithReset},
 		{"Index", testIndex},
+		{"IndexKeepsSwitches", testIndexSwitches},
 		{"Watermarks", testWatermarks},
 		{"WaitWatermark", testWaitWatermark},
 		{"ConcurrentAppendsNeverInterleave", testConcurrentAppends},
@@ -379,6 +380,39 @@ func testIndex(t *testing.T, s tape.Store) {
 	mustAppend(t, s, "t", []tape.Entry{msg("7")})
 	if ix, _ = s.Index(ctxT(t), "t"); ix.Revision == before {
 		t.Fatalf("revision did not change on append: %d", ix.Revision)
+	}
+}
+
+// testIndexSwitches: the index keeps the latest model and reasoning-effort
+// switch events among the entries since the last reset.
+func testIndexSwitches(t *testing.T, s tape.Store) {
+	switches := func(what string) tape.Switches {
+		t.Helper()
+		ix, err := s.Index(ctxT(t), "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sw, ok := ix.KnownSwitches()
+		if !ok {
+			t.Fatalf("%s: the index does not know the switches: %+v", what, ix)
+		}
+		return sw
+	}
+	if sw := switches("a missing tape"); sw != (tape.Switches{}) {
+		t.Fatalf("a missing tape has switches %+v", sw)
+	}
+	model := func(m string) tape.Entry {
+		return tape.Event(tape.EventModelSwitch, map[string]any{"model": m}, nil)
+	}
+	effort := tape.Event(tape.EventReasoningEffortSwitch, map[string]any{"reasoning_effort": "high"}, nil)
+	mustAppend(t, s, "t", []tape.Entry{msg("1"), model("openai:a")})
+	mustAppend(t, s, "t", []tape.Entry{effort, model("openai:b"), msg("2")})
+	if sw := switches("after two batches"); sw != (tape.Switches{Model: "openai:b", ReasoningEffort: "high"}) {
+		t.Fatalf("switches %+v, want the latest of each", sw)
+	}
+	mustAppend(t, s, "t", []tape.Entry{model("openai:c")}, tape.WithReset())
+	if sw := switches("after a reset"); sw != (tape.Switches{Model: "openai:c"}) {
+		t.Fatalf("switches %+v, want only those after the reset", sw)
 	}
 }
 
