@@ -200,7 +200,10 @@ type Index struct {
 	// the entries since the last reset, where Bub's load_state reads them.
 	// nil when the index does not know them: it was written before the
 	// store kept them, for a tape that had entries then (a reset or the
-	// first entry starts them).
+	// first entry starts them). A store outside this package keeps them
+	// with [Switches.Apply] over the entries it appends (the conformance
+	// suite, package tapetest, checks them); readers of an index without
+	// them read the state bucket the recorder also keeps.
 	Switches *Switches `json:"switches,omitempty"`
 	// Revision changes with every update (the KV revision in JetStream).
 	Revision uint64 `json:"-"`
