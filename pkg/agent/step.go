@@ -182,7 +182,7 @@ func (a *Agent) systemPrompt(ctx context.Context, r *Run, prompt llm.Content, of
 		}
 		blocks = append(blocks, s)
 	}
-	blocks = append(blocks, tools.RenderPrompt(offered))
+	blocks = append(blocks, a.tools.Prompt(offered))
 	if a.settings.Skills != nil {
 		s, err := a.settings.Skills.Prompt(ctx, prompt.PlainText(), r.State)
 		if err != nil {

@@ -34,6 +34,10 @@ type Registry struct {
 	tools  map[string]Tool   // by runtime name
 	models map[string]string // model-facing name → runtime name
 	frozen bool
+	// Set by Freeze: the runtime names of the agent-usable tools, sorted,
+	// and their available-tools block (see Prompt).
+	visible []string
+	prompt  string
 }
 
 // Register adds t. It fails when the name is malformed, the handler is
@@ -78,7 +82,36 @@ func (r *Registry) MustRegister(ts ...Tool) {
 func (r *Registry) Freeze() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.frozen {
+		return
+	}
 	r.frozen = true
+	var usable []Tool
+	for _, t := range r.sorted() {
+		if !t.Hidden {
+			usable = append(usable, t)
+			r.visible = append(r.visible, t.Name)
+		}
+	}
+	r.prompt = RenderPrompt(usable)
+}
+
+// Prompt is [RenderPrompt] of ts. A frozen registry rendered the block of
+// all its agent-usable tools when it froze, and answers with it when ts are
+// those tools (the usual offer of a step), without rendering it again.
+func (r *Registry) Prompt(ts []Tool) string {
+	r.mu.RLock()
+	frozen, visible, prompt := r.frozen, r.visible, r.prompt
+	r.mu.RUnlock()
+	if !frozen || len(ts) != len(visible) {
+		return RenderPrompt(ts)
+	}
+	for i, t := range ts {
+		if t.Name != visible[i] {
+			return RenderPrompt(ts)
+		}
+	}
+	return prompt
 }
 
 // Get returns the tool with the runtime name.
@@ -106,6 +139,11 @@ func (r *Registry) Lookup(modelName string) (Tool, bool) {
 func (r *Registry) All() []Tool {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
+	return r.sorted()
+}
+
+// sorted returns every tool sorted by runtime name; r.mu is held.
+func (r *Registry) sorted() []Tool {
 	out := make([]Tool, 0, len(r.tools))
 	for _, t := range r.tools {
 		out = append(out, t)

@@ -105,6 +105,59 @@ func TestFreeze(t *testing.T) {
 	}
 }
 
+// TestPromptOfAFrozenRegistry: Prompt is RenderPrompt of what it is given;
+// a frozen registry answers for all its agent-usable tools from the block
+// it rendered when it froze, without allocating.
+func TestPromptOfAFrozenRegistry(t *testing.T) {
+	var reg tools.Registry
+	hidden := tool("b.hidden", nil)
+	hidden.Hidden = true
+	reg.MustRegister(tool("c.third", nil), tool("a.first", nil), hidden)
+	usable := func() []tools.Tool {
+		var out []tools.Tool
+		for _, tl := range reg.All() {
+			if !tl.Hidden {
+				out = append(out, tl)
+			}
+		}
+		return out
+	}
+	all := usable()
+	if got, want := reg.Prompt(all), tools.RenderPrompt(all); got != want {
+		t.Fatalf("unfrozen Prompt =\n%s\nwant\n%s", got, want)
+	}
+	reg.Freeze()
+	all = usable()
+	for _, ts := range [][]tools.Tool{all, all[:1], all[1:], nil, reg.All()} {
+		if got, want := reg.Prompt(ts), tools.RenderPrompt(ts); got != want {
+			t.Fatalf("Prompt of %d tools =\n%s\nwant\n%s", len(ts), got, want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = reg.Prompt(all) }); n != 0 {
+		t.Fatalf("Prompt of every usable tool of a frozen registry allocated %v times per call, want 0 (rendered at Freeze)", n)
+	}
+}
+
+func BenchmarkPrompt(b *testing.B) {
+	var reg tools.Registry
+	for i := range 20 {
+		reg.MustRegister(tools.Tool{Name: fmt.Sprintf("tool.n%02d", i), Description: "Does a thing with a path and a mode.", Handler: noop,
+			Parameters: map[string]any{"type": "object", "properties": map[string]any{"path": map[string]any{"type": "string"}, "mode": map[string]any{"type": "string"}}, "required": []string{"path"}}})
+	}
+	reg.Freeze()
+	all := reg.All()
+	b.Run("RenderPrompt", func(b *testing.B) {
+		for b.Loop() {
+			_ = tools.RenderPrompt(all)
+		}
+	})
+	b.Run("FrozenRegistry", func(b *testing.B) {
+		for b.Loop() {
+			_ = reg.Prompt(all)
+		}
+	})
+}
+
 func TestGetLookupAll(t *testing.T) {
 	var reg tools.Registry
 	hidden := tool("model", nil)
