@@ -439,10 +439,8 @@ func (rt *Runtime) publish(ctx context.Context, typ, session string, data any) e
 // on tape.reset) before committing.
 func (rt *Runtime) LatestSwitches(ctx context.Context, session string) (tape.Switches, error) {
 	if t := turnFrom(ctx); t != nil {
-		if ix, ok := t.peekIndex(session); ok {
-			if sw, ok := ix.KnownSwitches(); ok {
-				return sw, nil
-			}
+		if sw, ok := t.switches(session); ok {
+			return sw, nil
 		}
 	}
 	var sw tape.Switches

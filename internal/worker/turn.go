@@ -36,27 +36,27 @@ type turn struct {
 func (t *turn) takeIndex(session string) (tape.Index, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	ix, ok := t.indexLocked(session)
-	if ok {
-		t.indexOf = ""
-	}
-	return ix, ok
-}
-
-// peekIndex is takeIndex leaving the index in place (load_state reads the
-// switches from it before the run starts).
-func (t *turn) peekIndex(session string) (tape.Index, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.indexLocked(session)
-}
-
-func (t *turn) indexLocked(session string) (tape.Index, bool) {
-	if t.indexOf == "" || t.indexOf != session {
+	if !t.holds(session) {
 		return tape.Index{}, false
 	}
+	t.indexOf = ""
 	return t.index, true
 }
+
+// switches returns session's model switches from the index read when the
+// turn started (load_state reads them before the run takes the index);
+// false without that index, or when it does not know them.
+func (t *turn) switches(session string) (tape.Switches, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.holds(session) {
+		return tape.Switches{}, false
+	}
+	return t.index.KnownSwitches()
+}
+
+// holds reports whether the turn holds the index of session; t.mu is held.
+func (t *turn) holds(session string) bool { return session != "" && t.indexOf == session }
 
 type turnKey struct{}
 

@@ -86,14 +86,13 @@ func (r *Registry) Freeze() {
 		return
 	}
 	r.frozen = true
-	var usable []Tool
-	for _, t := range r.sorted() {
+	all := r.sorted()
+	for _, t := range all {
 		if !t.Hidden {
-			usable = append(usable, t)
 			r.visible = append(r.visible, t.Name)
 		}
 	}
-	r.prompt = RenderPrompt(usable)
+	r.prompt = RenderPrompt(all) // which leaves hidden tools out
 }
 
 // Prompt is [RenderPrompt] of ts. A frozen registry rendered the block of
@@ -103,13 +102,8 @@ func (r *Registry) Prompt(ts []Tool) string {
 	r.mu.RLock()
 	frozen, visible, prompt := r.frozen, r.visible, r.prompt
 	r.mu.RUnlock()
-	if !frozen || len(ts) != len(visible) {
+	if !frozen || !slices.EqualFunc(ts, visible, func(t Tool, name string) bool { return t.Name == name }) {
 		return RenderPrompt(ts)
-	}
-	for i, t := range ts {
-		if t.Name != visible[i] {
-			return RenderPrompt(ts)
-		}
 	}
 	return prompt
 }
