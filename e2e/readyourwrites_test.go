@@ -229,11 +229,11 @@ func TestRecordedSessionTurnReadsItsIndexOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reads, err := nc.SubscribeSync("$JS.API.DIRECT.GET." + names.TapesStream() + "." + names.TapeIndex(session))
+	reads, err := nc.SubscribeSync(names.DirectGet("", names.TapesStream()) + "." + names.TapeIndex(session))
 	if err != nil {
 		t.Fatal(err)
 	}
-	switchReads, err := nc.SubscribeSync("$JS.API.DIRECT.GET.KV_" + names.StateBucket() + ".$KV." + names.StateBucket() + "." + names.SwitchesKey(session))
+	switchReads, err := nc.SubscribeSync(names.DirectGet("", names.KVStream(names.StateBucket())) + "." + names.KVKeySubject(names.StateBucket(), names.SwitchesKey(session)))
 	if err != nil {
 		t.Fatal(err)
 	}
