@@ -32,7 +32,10 @@ func WithAPIKey(key llm.Secret) Option { return endpoint.APIKey[options](key) }
 // WithName sets the provider name reported in errors (default "openai").
 func WithName(name string) Option { return endpoint.Name[options](name) }
 
-// WithHTTPClient sets the HTTP client (default http.DefaultClient).
+// WithHTTPClient sets the HTTP client. The default, shared by the process's
+// providers, is http.DefaultTransport's settings keeping up to 1,024 idle
+// connections per host (net/http keeps 2), so the connections of
+// concurrent calls are reused rather than dialled again.
 func WithHTTPClient(c *http.Client) Option { return endpoint.HTTPClient[options](c) }
 
 // WithMaxRetries sets how often the SDK retries a connection error, 408,

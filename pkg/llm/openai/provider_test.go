@@ -4,10 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"net"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -496,6 +500,63 @@ func TestFactory(t *testing.T) {
 
 // BenchmarkComplete measures one streamed call through the real client
 // against the fake server's echo (an empty script).
+// TestConcurrentCallsReuseConnections: a provider given no HTTP client
+// keeps the connections a burst of concurrent calls opened, so the next
+// burst dials none (net/http's default client keeps 2 and would dial 6
+// of 8 again).
+func TestConcurrentCallsReuseConnections(t *testing.T) {
+	const n = 8
+	var (
+		opened  atomic.Int64
+		mu      sync.Mutex
+		arrived int
+		all     = make(chan struct{})
+	)
+	model := fakellm.New(fakellm.Script{Steps: []fakellm.Step{{Echo: true, Repeat: true}}})
+	// Each burst's calls are answered once all n are in flight, so n
+	// connections are open at once.
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		if arrived++; arrived == n {
+			close(all)
+		}
+		wait := all
+		mu.Unlock()
+		<-wait
+		model.ServeHTTP(w, r)
+	}))
+	ts.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			opened.Add(1)
+		}
+	}
+	ts.Start()
+	t.Cleanup(ts.Close)
+	p := newProvider(t, ts.URL+"/v1")
+	burst := func() int64 {
+		before := opened.Load()
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				if _, err := p.Complete(t.Context(), userCall(fmt.Sprint("call ", i)), nil); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		mu.Lock()
+		arrived, all = 0, make(chan struct{})
+		mu.Unlock()
+		return opened.Load() - before
+	}
+	if got := burst(); got != n {
+		t.Fatalf("first burst opened %d connections, want %d", got, n)
+	}
+	if got := burst(); got != 0 {
+		t.Errorf("second burst opened %d connections, want 0 (all %d reused)", got, n)
+	}
+}
+
 func BenchmarkComplete(b *testing.B) {
 	_, base := fakellm.Start(b, fakellm.Script{})
 	p, err := openai.New(openai.WithBaseURL(base), openai.WithMaxRetries(0))

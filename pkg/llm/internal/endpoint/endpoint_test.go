@@ -44,7 +44,7 @@ func TestFromConfigAndRequestOptions(t *testing.T) {
 	str := func(k string) func(string) string { return func(v string) string { return k + "=" + v } }
 	got := RequestOptions(&o.Options, "B", str("base"), str("key"),
 		func(*http.Client) string { return "client" }, func(n int) string { return "retries=" + strconv.Itoa(n) })
-	if want := "base=B key=k retries=0"; strings.Join(got, " ") != want {
-		t.Errorf("request options = %q, want %q (no client when none is set)", got, want)
+	if want := "base=B key=k client retries=0"; strings.Join(got, " ") != want {
+		t.Errorf("request options = %q, want %q (the default client when none is set)", got, want)
 	}
 }
