@@ -36,7 +36,10 @@
 // status, turn duration, hook decisions and their latency by plugin,
 // interceptor calls by outcome, gen_ai.client.token.usage and
 // gen_ai.client.operation.duration, consumer lag of the inbound and
-// recorder consumers and the dead-letter count ([ObserveJetStream]).
+// recorder consumers and the dead-letter count ([ObserveJetStream]); on
+// /metrics also the process collector's (process_resident_memory_bytes,
+// process_cpu_seconds_total, process_open_fds) and the Go collector's
+// (go_goroutines, go_memstats_*, go_gc_duration_seconds).
 //
 // Looking for where spans start? See internal/ingress (HTTP and publish),
 // internal/worker (turn and agent run), internal/recorder (commit) and

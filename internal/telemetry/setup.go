@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/contrib/exporters/autoexport"
 	"go.opentelemetry.io/otel"
@@ -153,7 +154,11 @@ func Setup(ctx context.Context, service string, opts ...Option) (shutdown func(c
 	var promHandler http.Handler
 	serve := s.metricsAddr != "" || s.metricsLn != nil
 	if serve {
+		// Beside Bub's metrics, what an operator expects of any Go
+		// service: the process's resident memory, CPU and file
+		// descriptors, and the Go runtime's goroutines, heap and GC.
 		reg := prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		exp, err := promexporter.New(promexporter.WithRegisterer(reg))
 		if err != nil {
 			return fail(fmt.Errorf("telemetry: prometheus exporter: %w", err))

@@ -100,7 +100,8 @@ func TestResourceServiceName(t *testing.T) {
 }
 
 // TestMetricsEndpoint serves /metrics and /healthz and finds a turn
-// counted by StartTurn in the Prometheus exposition.
+// counted by StartTurn in the Prometheus exposition, beside the process's
+// and the Go runtime's metrics.
 func TestMetricsEndpoint(t *testing.T) {
 	restoreGlobals(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -124,7 +125,8 @@ func TestMetricsEndpoint(t *testing.T) {
 		t.Fatalf("/healthz: %s", body)
 	}
 	body := get(t, base+"/metrics")
-	for _, want := range []string{`bub_turns_started_total`, `bub_turns_finished_total{bub_turn_status="ok"`, `bub_turn_duration_seconds_bucket`, `service_name="worker"`} {
+	for _, want := range []string{`bub_turns_started_total`, `bub_turns_finished_total{bub_turn_status="ok"`, `bub_turn_duration_seconds_bucket`, `service_name="worker"`,
+		"\nprocess_resident_memory_bytes ", "\nprocess_cpu_seconds_total ", "\ngo_goroutines ", "\ngo_memstats_heap_inuse_bytes ", "\ngo_gc_duration_seconds_count "} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s:\n%s", want, body)
 		}
