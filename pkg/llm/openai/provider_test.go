@@ -498,8 +498,6 @@ func TestFactory(t *testing.T) {
 	}
 }
 
-// BenchmarkComplete measures one streamed call through the real client
-// against the fake server's echo (an empty script).
 // TestConcurrentCallsReuseConnections: a provider given no HTTP client
 // keeps the connections a burst of concurrent calls opened, so the next
 // burst dials none (net/http's default client keeps 2 and would dial 6
@@ -508,21 +506,14 @@ func TestConcurrentCallsReuseConnections(t *testing.T) {
 	const n = 8
 	var (
 		opened  atomic.Int64
-		mu      sync.Mutex
-		arrived int
-		all     = make(chan struct{})
+		arrived sync.WaitGroup // a burst's calls that reached the server
 	)
 	model := fakellm.New(fakellm.Script{Steps: []fakellm.Step{{Echo: true, Repeat: true}}})
 	// Each burst's calls are answered once all n are in flight, so n
 	// connections are open at once.
 	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		if arrived++; arrived == n {
-			close(all)
-		}
-		wait := all
-		mu.Unlock()
-		<-wait
+		arrived.Done()
+		arrived.Wait()
 		model.ServeHTTP(w, r)
 	}))
 	ts.Config.ConnState = func(_ net.Conn, s http.ConnState) {
@@ -535,18 +526,16 @@ func TestConcurrentCallsReuseConnections(t *testing.T) {
 	p := newProvider(t, ts.URL+"/v1")
 	burst := func() int64 {
 		before := opened.Load()
-		var wg sync.WaitGroup
+		arrived.Add(n)
+		var calls sync.WaitGroup
 		for i := range n {
-			wg.Go(func() {
+			calls.Go(func() {
 				if _, err := p.Complete(t.Context(), userCall(fmt.Sprint("call ", i)), nil); err != nil {
 					t.Error(err)
 				}
 			})
 		}
-		wg.Wait()
-		mu.Lock()
-		arrived, all = 0, make(chan struct{})
-		mu.Unlock()
+		calls.Wait()
 		return opened.Load() - before
 	}
 	if got := burst(); got != n {
@@ -557,6 +546,8 @@ func TestConcurrentCallsReuseConnections(t *testing.T) {
 	}
 }
 
+// BenchmarkComplete measures one streamed call through the real client
+// against the fake server's echo (an empty script).
 func BenchmarkComplete(b *testing.B) {
 	_, base := fakellm.Start(b, fakellm.Script{})
 	p, err := openai.New(openai.WithBaseURL(base), openai.WithMaxRetries(0))

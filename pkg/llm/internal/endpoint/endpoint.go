@@ -121,29 +121,39 @@ func Apply[T any, O ~func(*T) error](t *T, opts []O) error {
 	return nil
 }
 
-// MaxIdleConnsPerHost is how many idle connections to one provider host
+// maxIdleConnsPerHost is how many idle connections to one provider host
 // the default client keeps: every connection a burst of concurrent model
 // calls opened, up to a worker's usual concurrency, so the next burst
 // reuses them instead of dialling (and, over TLS, shaking hands) again.
 // net/http's default keeps 2. Idle connections close after the
 // transport's IdleConnTimeout (90s).
-const MaxIdleConnsPerHost = 1024
+const maxIdleConnsPerHost = 1024
 
-// DefaultClient is the HTTP client of every provider not given one: one
-// per process, whose transport is http.DefaultTransport's (proxy from the
-// environment, HTTP/2 over TLS, its timeouts) keeping up to
-// [MaxIdleConnsPerHost] idle connections to each host.
-var DefaultClient = sync.OnceValue(func() *http.Client {
-	t := http.DefaultTransport.(*http.Transport).Clone()
+// defaultClient is the HTTP client of every provider not given one, one
+// per process: see [clientFor].
+var defaultClient = sync.OnceValue(func() *http.Client { return clientFor(http.DefaultTransport) })
+
+// clientFor returns a client over a clone of rt, when it is an
+// *http.Transport (as http.DefaultTransport is: proxy from the environment,
+// HTTP/2 over TLS, its timeouts), that keeps up to [maxIdleConnsPerHost]
+// idle connections to each host. A program that replaced
+// http.DefaultTransport with another RoundTripper gets a client over it,
+// unchanged.
+func clientFor(rt http.RoundTripper) *http.Client {
+	t, ok := rt.(*http.Transport)
+	if !ok {
+		return &http.Client{Transport: rt}
+	}
+	t = t.Clone()
 	t.MaxIdleConns = 0 // no limit across hosts
-	t.MaxIdleConnsPerHost = MaxIdleConnsPerHost
+	t.MaxIdleConnsPerHost = maxIdleConnsPerHost
 	return &http.Client{Transport: t}
-})
+}
 
 // RequestOptions returns an SDK's request options for o, built with the
 // SDK's own constructors (of its option type R): base as the base URL,
 // then the key only when o sets one, the HTTP client (o's, else
-// [DefaultClient]) and the retry count only when o sets it, so the SDK
+// [defaultClient]) and the retry count only when o sets it, so the SDK
 // keeps its default otherwise.
 func RequestOptions[R any](o *Options, base string, baseURL, apiKey func(string) R, httpClient func(*http.Client) R, maxRetries func(int) R) []R {
 	reqOpts := []R{baseURL(base)}
@@ -152,7 +162,7 @@ func RequestOptions[R any](o *Options, base string, baseURL, apiKey func(string)
 	}
 	c := o.HTTPClient
 	if c == nil {
-		c = DefaultClient()
+		c = defaultClient()
 	}
 	reqOpts = append(reqOpts, httpClient(c))
 	if o.MaxRetries != nil {

@@ -2,6 +2,7 @@ package endpoint
 
 import (
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -48,3 +49,24 @@ func TestFromConfigAndRequestOptions(t *testing.T) {
 		t.Errorf("request options = %q, want %q (the default client when none is set)", got, want)
 	}
 }
+
+// TestClientFor: the default client keeps many idle connections per host
+// over a clone of net/http's transport, and leaves a RoundTripper that is
+// not an *http.Transport as it is (no panic for a program that replaced
+// http.DefaultTransport).
+func TestClientFor(t *testing.T) {
+	base := http.DefaultTransport.(*http.Transport)
+	c := clientFor(base)
+	tr, ok := c.Transport.(*http.Transport)
+	if !ok || tr == base || tr.MaxIdleConnsPerHost != maxIdleConnsPerHost || tr.MaxIdleConns != 0 || base.MaxIdleConnsPerHost == maxIdleConnsPerHost {
+		t.Errorf("transport %+v", c.Transport)
+	}
+	var other http.RoundTripper = roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, nil })
+	if c := clientFor(other); c.Transport == nil || reflect.ValueOf(c.Transport).Pointer() != reflect.ValueOf(other).Pointer() {
+		t.Errorf("a custom RoundTripper is replaced: %T", c.Transport)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
