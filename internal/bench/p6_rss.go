@@ -197,7 +197,7 @@ func p6Variant(ctx context.Context, e *env, v rssVariant, url, dir string, gw *i
 		for {
 			rss, rerr := procRSS(w.pid(), "VmRSS")
 			if rerr != nil {
-				return 0, 0, fmt.Errorf("%w: %w", rerr, w.alive())
+				return 0, 0, errors.Join(rerr, w.alive()) // alive is nil until the exit is reaped
 			}
 			peak = max(peak, rss)
 			inflight = max(inflight, len(model.Requests())-base-int(replies.Load()))
