@@ -127,7 +127,7 @@ others stop and bub up exits non-zero.`,
 	common.BindTopology(cmd.Flags(), getenv)
 	workercmd.Bind(cmd.Flags(), &wo, env.Env)
 	ingresscmd.Bind(cmd.Flags(), &ingressOpts.HTTP, getenv)
-	cmd.Flags().StringVar(&natsListen, "nats-listen", cli.EnvOr(getenv, "BUB_NATS_LISTEN", "127.0.0.1:4222"), "address the embedded NATS server listens on (empty = in-process only)")
+	cmd.Flags().StringVar(&natsListen, "nats-listen", cli.EnvOr(getenv, "BUB_NATS_LISTEN", "127.0.0.1:4222"), "address the embedded NATS server listens on (empty = in-process only; env BUB_NATS_LISTEN)")
 	cmd.Flags().IntVar(&workers, "workers", 1, "worker instances in this process")
 	gf.Bind(cmd.Flags(), env.Env)
 	cmd.Flags().StringVar(&services, "services", "ingress,worker,recorder,gateway", "services to run (comma list; empty = NATS only); the gateway runs only when a channel besides http and cli is enabled")
