@@ -18,6 +18,7 @@
 //	--ask-default POLICY_ASK_DEFAULT what applies when nobody answered in time: deny (default) or proceed
 //	--model       POLICY_MODEL       "provider:model" every LLM call is rewritten to
 //	--model-from  POLICY_MODEL_FROM  rewrite only calls to this model
+//	--concurrency POLICY_CONCURRENCY calls of each hook served at once, as that many NATS micro instances (default 1)
 //
 // It serves before_tool_call when tools are denied or asked about, and before_llm_call
 // when a model is set, and drains on SIGTERM or SIGINT.
@@ -76,6 +77,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	askDefault := fs.String("ask-default", env("POLICY_ASK_DEFAULT", "deny"), "deny or proceed when nobody answered in time (env POLICY_ASK_DEFAULT)")
 	model := fs.String("model", getenv("POLICY_MODEL"), "model every LLM call is rewritten to (env POLICY_MODEL)")
 	from := fs.String("model-from", getenv("POLICY_MODEL_FROM"), "rewrite only calls to this model (env POLICY_MODEL_FROM)")
+	concurrency := fs.Int("concurrency", 1, "calls of each hook served at once, as that many NATS micro instances (env POLICY_CONCURRENCY)")
+	if v := getenv("POLICY_CONCURRENCY"); v != "" {
+		if err := fs.Set("concurrency", v); err != nil {
+			return fmt.Errorf("POLICY_CONCURRENCY: %w", err)
+		}
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -103,7 +110,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return fmt.Errorf("connecting to %s: %w", *url, err)
 	}
-	svc, err := interceptor.Serve(ctx, nc, names, p, interceptor.WithName(*name), interceptor.WithLogger(log),
+	svc, err := interceptor.Serve(ctx, nc, names, p, interceptor.WithName(*name), interceptor.WithLogger(log), interceptor.WithConcurrency(*concurrency),
 		interceptor.WithDescription("Bub example policy: deny tools, rewrite models"))
 	if err != nil {
 		nc.Close()

@@ -20,13 +20,20 @@ import (
 func TestPolicyServesAndDrains(t *testing.T) {
 	s := natstest.Start(t)
 	ctx, cancel := context.WithCancel(t.Context())
-	env := map[string]string{"POLICY_DENY_TOOLS": "bash, fs.write", "BUB_NATS_URL": s.URL}
+	env := map[string]string{"POLICY_DENY_TOOLS": "bash, fs.write", "BUB_NATS_URL": s.URL, "POLICY_CONCURRENCY": "2"}
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"--name", "guard", "--model", "openai:small", "--model-from", "openai:big"}, func(k string) string { return env[k] }, io.Discard)
 	}()
 
 	p := discover(t, s, "guard")
+	// POLICY_CONCURRENCY=2: two instances answer discovery once both
+	// are up (the first may answer before the second is added).
+	for deadline := time.Now().Add(10 * time.Second); !strings.HasPrefix(p.Describe().Detail, "2 instances"); p = discover(t, s, "guard") {
+		if time.Now().After(deadline) {
+			t.Fatalf("discovery: %s, want 2 instances", p.Describe().Detail)
+		}
+	}
 	for _, h := range []hooks.Hook{hooks.HookBeforeToolCall, hooks.HookBeforeLLMCall} {
 		if !p.ServesHook(h) {
 			t.Errorf("%s not served", h)

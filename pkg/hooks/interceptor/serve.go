@@ -38,6 +38,7 @@ type options struct {
 	description string
 	trace       func(ctx context.Context, traceparent, tracestate string) context.Context
 	log         *slog.Logger
+	concurrency int
 }
 
 // WithName sets the service name (default: the plugin's name). It must be a
@@ -89,13 +90,31 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
+// WithConcurrency serves the plugin as n instances of the service on the
+// connection (default 1), so that up to n requests of each hook run at
+// once in this process: each instance is a NATS micro service of its own
+// (its own id, stats and ping in `nats micro ls`) whose endpoints handle
+// their requests one at a time, and the instances share the load through
+// the queue group as separate processes do. For plugins that wait on I/O,
+// such as an audit service writing every call to a database; the plugin
+// must then be safe for concurrent use.
+func WithConcurrency(n int) Option {
+	return func(o *options) error {
+		if n < 1 {
+			return fmt.Errorf("interceptor: concurrency %d, want at least 1", n)
+		}
+		o.concurrency = n
+		return nil
+	}
+}
+
 // Service is an in-process plugin served as an interceptor service.
 type Service struct {
 	name   string
 	hooks  []hooks.Hook
 	plugin hooks.Plugin
-	closer hooks.Closer // the plugin's, nil when it has none
-	micro  micro.Service
+	closer hooks.Closer    // the plugin's, nil when it has none
+	micro  []micro.Service // the instances WithConcurrency asks for
 	nc     *nats.Conn
 	trace  func(ctx context.Context, traceparent, tracestate string) context.Context
 	log    *slog.Logger
@@ -121,12 +140,12 @@ type Service struct {
 // runs, no reply is sent, as the caller stopped waiting and counts a
 // timeout. A handler's error or panic becomes an error reply that keeps a
 // *bub.Error's kind and message. Each endpoint handles its requests one at
-// a time; run more instances for more throughput.
+// a time; [WithConcurrency] or more processes give more throughput.
 func Serve(ctx context.Context, nc *nats.Conn, names subjects.Names, plugin hooks.Plugin, opts ...Option) (*Service, error) {
 	if nc == nil || plugin == nil {
 		return nil, errors.New("interceptor: nil connection or plugin")
 	}
-	o := options{name: plugin.Name(), version: DefaultVersion}
+	o := options{name: plugin.Name(), version: DefaultVersion, concurrency: 1}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
@@ -163,23 +182,26 @@ func Serve(ctx context.Context, nc *nats.Conn, names subjects.Names, plugin hook
 	return s, nil
 }
 
-// add creates the micro service and its endpoints.
+// add creates the micro service instances and their endpoints.
 func (s *Service) add(nc *nats.Conn, names subjects.Names, o options) error {
-	svc, err := micro.AddService(nc, micro.Config{
-		Name:        s.name,
-		Version:     o.version,
-		Description: o.description,
-		Metadata:    map[string]string{MetadataPlugin: s.plugin.Name()},
-		QueueGroup:  s.name,
-	})
-	if err != nil {
-		return fmt.Errorf("interceptor %q: %w", s.name, err)
-	}
-	s.micro, s.nc = svc, nc
-	g := svc.AddGroup(names.HookService(s.name), micro.WithGroupQueueGroup(s.name))
-	for _, h := range s.hooks {
-		if err := g.AddEndpoint(string(h), s.handler(h), micro.WithEndpointMetadata(map[string]string{"hook": string(h)})); err != nil {
-			return fmt.Errorf("interceptor %q: endpoint %s: %w", s.name, h, err)
+	s.nc = nc
+	for range o.concurrency {
+		svc, err := micro.AddService(nc, micro.Config{
+			Name:        s.name,
+			Version:     o.version,
+			Description: o.description,
+			Metadata:    map[string]string{MetadataPlugin: s.plugin.Name()},
+			QueueGroup:  s.name,
+		})
+		if err != nil {
+			return fmt.Errorf("interceptor %q: %w", s.name, err)
+		}
+		s.micro = append(s.micro, svc)
+		g := svc.AddGroup(names.HookService(s.name), micro.WithGroupQueueGroup(s.name))
+		for _, h := range s.hooks {
+			if err := g.AddEndpoint(string(h), s.handler(h), micro.WithEndpointMetadata(map[string]string{"hook": string(h)})); err != nil {
+				return fmt.Errorf("interceptor %q: endpoint %s: %w", s.name, h, err)
+			}
 		}
 	}
 	return nil
@@ -210,8 +232,10 @@ func (s *Service) Hooks() []hooks.Hook { return slices.Clone(s.hooks) }
 // is answered with a temporary error. Stopping again does nothing.
 func (s *Service) Stop(ctx context.Context) error {
 	var err error
-	if s.micro != nil {
-		err = s.micro.Stop()
+	for _, svc := range s.micro {
+		err = errors.Join(err, svc.Stop())
+	}
+	if len(s.micro) > 0 {
 		// Stop removes the endpoints' interest; the round trip (bounded,
 		// also when ctx is done) makes sure the server has, so no request
 		// reaches a stopped service.

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -197,9 +199,141 @@ func TestServeValidates(t *testing.T) {
 		"bad version": func() (*interceptor.Service, error) {
 			return interceptor.Serve(t.Context(), nc, names, &guard{}, interceptor.WithVersion("two"))
 		},
+		"concurrency 0": func() (*interceptor.Service, error) {
+			return interceptor.Serve(t.Context(), nc, names, &guard{}, interceptor.WithConcurrency(0))
+		},
 	} {
 		if _, err := serve(); err == nil {
 			t.Errorf("%s accepted", name)
 		}
+	}
+}
+
+// gate is a before_tool_call plugin whose calls wait until open is closed
+// (or their deadline passes); each call that enters sends on entered, and
+// maxSeen keeps the largest number running at once.
+type gate struct {
+	open             chan struct{}
+	entered          chan struct{}
+	running, maxSeen atomic.Int32
+}
+
+func (*gate) Name() string { return "gate" }
+
+func (g *gate) BeforeToolCall(ctx context.Context, _ hooks.BeforeToolCallInput) (*tools.Decision, error) {
+	n := g.running.Add(1)
+	defer g.running.Add(-1)
+	for m := g.maxSeen.Load(); n > m && !g.maxSeen.CompareAndSwap(m, n); m = g.maxSeen.Load() {
+	}
+	g.entered <- struct{}{}
+	select {
+	case <-g.open:
+	case <-ctx.Done():
+	}
+	return nil, nil
+}
+
+// TestConcurrency: without WithConcurrency the service runs one call at a
+// time; WithConcurrency(3) runs three at once on one connection, as three
+// instances that each answer NATS micro's ping, and Stop stops them all.
+// The queue group hands each request to an instance at random, so the
+// test sends enough calls (30) that every instance gets some: the chance
+// that one gets none is 3·(2/3)^30, about 1 in 60,000.
+func TestConcurrency(t *testing.T) {
+	const calls = 30
+	for _, n := range []int{1, 3} {
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			s := natstest.Start(t)
+			names := subjects.Default()
+			g := &gate{open: make(chan struct{}), entered: make(chan struct{}, calls)}
+			var opts []interceptor.Option
+			if n > 1 {
+				opts = append(opts, interceptor.WithConcurrency(n))
+			}
+			svc := serve(t, s.Conn(t), names, g, opts...)
+			var once sync.Once
+			release := func() { once.Do(func() { close(g.open) }) }
+			t.Cleanup(release) // before serve's cleanup stops the service
+
+			nc := s.Conn(t)
+			if got := pingInstances(t, nc, "gate"); got != n {
+				t.Errorf("%d instances answered the ping, want %d", got, n)
+			}
+
+			subj := names.Hook("gate", string(hooks.HookBeforeToolCall))
+			errc := make(chan error, calls)
+			for range calls {
+				go func() {
+					_, err := nc.Request(subj, []byte(`{"hook": "before_tool_call", "input": {}}`), natsTimeout)
+					errc <- err
+				}()
+			}
+			for i := range n {
+				select {
+				case <-g.entered:
+				case <-time.After(natsTimeout):
+					t.Fatalf("%d calls entered the plugin, want %d at once", i, n)
+				}
+			}
+			select {
+			case <-g.entered:
+				t.Fatalf("more than %d calls ran at once", n)
+			case <-time.After(200 * time.Millisecond):
+			}
+			release()
+			var bad int
+			var last error
+			for range calls {
+				if err := <-errc; err != nil {
+					bad++
+					last = err
+				}
+			}
+			if bad > 0 {
+				t.Fatalf("%d of %d calls failed, the last with %v", bad, calls, last)
+			}
+			if got := g.maxSeen.Load(); got != int32(n) {
+				t.Errorf("%d calls ran at once, want %d", got, n)
+			}
+			if err := svc.Stop(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if got := pingInstances(t, nc, "gate"); got != 0 {
+				t.Errorf("%d instances answered the ping after Stop", got)
+			}
+		})
+	}
+}
+
+// pingInstances returns how many instances of service answer NATS micro's
+// ping, each within 200ms of the one before.
+func pingInstances(t *testing.T, nc *nats.Conn, service string) int {
+	t.Helper()
+	ping, err := micro.ControlSubject(micro.PingVerb, service, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := nc.SubscribeSync(nats.NewInbox())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := nc.PublishRequest(ping, sub.Subject, nil); err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	for {
+		m, err := sub.NextMsg(200 * time.Millisecond)
+		if errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders) {
+			return len(ids)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p micro.Ping
+		if err := json.Unmarshal(m.Data, &p); err != nil {
+			t.Fatal(err)
+		}
+		ids[p.ID] = true
 	}
 }
