@@ -7,7 +7,9 @@
 // ([hooks.HooksOf], limited to [remote.Hooks]), adds an endpoint
 // bub.hook.<service>.<hook> for each under the micro group
 // bub.hook.<service>, with the service name as queue group so that several
-// instances share the load, and returns a [Service] to [Service.Stop].
+// instances share the load, and returns a [Service] to [Service.Stop]. An
+// endpoint handles its requests one at a time; [WithConcurrency] serves
+// the plugin as several instances in one process.
 // NATS micro gives discovery ($SRV.INFO, which workers use to learn the
 // hooks), statistics ($SRV.STATS) and ping for free, so `nats micro ls`
 // and `nats micro stats` work on interceptors.
