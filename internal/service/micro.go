@@ -34,6 +34,9 @@ func MicroVersion(v string) string {
 	return "0.0.0-devel"
 }
 
+// announceFlushTimeout bounds Announce's wait for the NATS server.
+const announceFlushTimeout = 10 * time.Second
+
 // Announce registers the NATS micro service of service's instance on c:
 // name <prefix>-<service> (subjects.Names.Service), the build's version,
 // metadata naming the service, instance and prefix, and a status endpoint
@@ -41,8 +44,9 @@ func MicroVersion(v string) string {
 // group of its own (<name>-<instance>), so each instance is reachable
 // alone. NATS micro adds PING, INFO and STATS; the status endpoint's data
 // in STATS is the instance's [status.ServiceStatus] too. `nats micro ls`
-// then lists it and `bub status` finds it. [Conn.Close] stops it before
-// draining. A Conn announces at most once.
+// then lists it and `bub status` finds it, from any connection, once
+// Announce returns (it waits until the server has the subscriptions).
+// [Conn.Close] stops it before draining. A Conn announces at most once.
 func (c *Conn) Announce(service, instance string) error {
 	if c.micro != nil {
 		return fmt.Errorf("service %s: already announced as %s", service, c.micro.status.Service)
@@ -67,6 +71,10 @@ func (c *Conn) Announce(service, instance string) error {
 		micro.WithEndpointQueueGroup(c.Names.Service(service)+"-"+subjects.Token(instance)))
 	if err != nil {
 		return errors.Join(fmt.Errorf("service %s: status endpoint: %w", service, err), svc.Stop())
+	}
+	// Discoverable from any connection once Announce returns.
+	if err := c.NC.FlushTimeout(announceFlushTimeout); err != nil {
+		return errors.Join(fmt.Errorf("service %s: NATS micro subscriptions: %w", service, err), svc.Stop())
 	}
 	a.svc = svc
 	c.micro = a
