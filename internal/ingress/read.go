@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bubbus/bub/internal/status"
+	"github.com/bubbus/bub/pkg/subjects"
 	"github.com/bubbus/bub/pkg/tape"
 )
 
@@ -146,7 +147,10 @@ func (s *Server) readTape(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_query", err.Error())
 		return
 	}
-	session := r.PathValue("session")
+	session, ok := sessionOf(w, r)
+	if !ok {
+		return
+	}
 	store, err := s.tapeStore(r.Context())
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, "tapes_unavailable", err.Error())
@@ -201,4 +205,15 @@ func (s *Server) readHooks(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeJSON(w, http.StatusOK, rep)
 	}
+}
+
+// sessionOf returns the {session} of r's path, or answers 400 when it is
+// too long to be a session id (subjects.MaxNameBytes).
+func sessionOf(w http.ResponseWriter, r *http.Request) (string, bool) {
+	session := r.PathValue("session")
+	if err := subjects.CheckName("session", session); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_session", err.Error())
+		return "", false
+	}
+	return session, true
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -226,5 +227,38 @@ func TestWaitTimeoutReportsPending(t *testing.T) {
 	status, body := post(t, f.srv.URL+"/v1/messages?wait=50ms", jsonHeader(), `{"content":"nobody answers"}`)
 	if status != 202 || body["pending"] != true {
 		t.Fatalf("got %d %v", status, body)
+	}
+}
+
+// TestLongNamesAreRejectedAndTheConnectionSurvives: a name that would make
+// a subject longer than the NATS control line (the server then closes the
+// connection that sent it) is a 4xx naming the field, on every route that
+// turns one into a subject, and the ingress's connection stays up.
+func TestLongNamesAreRejectedAndTheConnectionSurvives(t *testing.T) {
+	f := setup(t, ingress.Config{})
+	long := strings.Repeat("é", 2500) // 5,000 bytes, 15,000 as a subject token
+	for _, field := range []string{"id", "session_id", "channel", "chat_id", "output_channel"} {
+		status, body := post(t, f.srv.URL+"/v1/messages", jsonHeader(), `{"content":"x","`+field+`":"`+long+`"}`)
+		msg, _ := body["error"].(string)
+		if status != 422 || body["code"] != "invalid_envelope" || !strings.Contains(msg, field) || !strings.Contains(msg, "longer than 256 bytes") {
+			t.Errorf("%s of 5000 bytes: %d %v, want 422 invalid_envelope naming the field", field, status, body)
+		}
+	}
+	for _, path := range []string{"/events", "/tape"} {
+		status, body := call(t, http.MethodGet, f.srv.URL+"/v1/sessions/"+url.PathEscape(long)+path, nil, nil)
+		if status != 400 || body["code"] != "invalid_session" {
+			t.Errorf("GET %s of a 5000-byte session: %d %v, want 400 invalid_session", path, status, body)
+		}
+	}
+	ok := strings.Repeat("a", subjects.MaxNameBytes)
+	status, body := post(t, f.srv.URL+"/v1/messages", jsonHeader(), `{"content":"x","session_id":"`+ok+`","channel":"`+ok+`"}`)
+	if status != 202 {
+		t.Fatalf("names of %d bytes: %d %v, want 202", subjects.MaxNameBytes, status, body)
+	}
+	if n := f.inboundCount(t); n != 1 {
+		t.Fatalf("inbound stream holds %d messages, want only the last one", n)
+	}
+	if st := f.nc.Status(); st != nats.CONNECTED {
+		t.Fatalf("ingress connection %v, want CONNECTED", st)
 	}
 }

@@ -22,7 +22,10 @@ const sseBuffer = 4096
 // sent with its type as the SSE event name and the structured CloudEvent
 // as data.
 func (s *Server) streamSession(w http.ResponseWriter, r *http.Request) {
-	session := r.PathValue("session")
+	session, ok := sessionOf(w, r)
+	if !ok {
+		return
+	}
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		writeError(w, http.StatusInternalServerError, "no_streaming", "the response writer cannot stream")

@@ -3,6 +3,8 @@ package envelope
 import (
 	"errors"
 	"strings"
+
+	"github.com/bubbus/bub/pkg/subjects"
 )
 
 // Envelope kinds.
@@ -110,7 +112,10 @@ var (
 	ErrKind      = errors.New("envelope: kind must be normal, command or error")
 )
 
-// Validate reports what makes an inbound envelope unusable.
+// Validate reports what makes an inbound envelope unusable: no id, no
+// content, an unknown kind, or an id, session id, channel, chat id or
+// output channel longer than [subjects.MaxNameBytes] (they become subject
+// tokens).
 func (e *Envelope) Validate() error {
 	var errs []error
 	if strings.TrimSpace(e.ID) == "" {
@@ -123,6 +128,14 @@ func (e *Envelope) Validate() error {
 	case "", KindNormal, KindCommand, KindError:
 	default:
 		errs = append(errs, ErrKind)
+	}
+	for _, f := range []struct{ name, value string }{
+		{"id", e.ID}, {"session_id", e.SessionID}, {"channel", e.Channel},
+		{"chat_id", e.ChatID}, {"output_channel", e.OutputChannel},
+	} {
+		if err := subjects.CheckName("envelope: "+f.name, f.value); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }

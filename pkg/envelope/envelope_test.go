@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
+
+	"github.com/bubbus/bub/pkg/subjects"
 )
 
 func TestContextKeepsInsertionOrderThroughJSON(t *testing.T) {
@@ -62,6 +65,25 @@ func TestValidate(t *testing.T) {
 	}
 	if err := (&Envelope{ID: "1", Content: "x"}).Validate(); err != nil {
 		t.Fatal(err)
+	}
+	// Names become subject tokens: at most subjects.MaxNameBytes each.
+	at, over := strings.Repeat("a", subjects.MaxNameBytes), strings.Repeat("a", subjects.MaxNameBytes+1)
+	full := Envelope{ID: at, Content: "x", SessionID: at, Channel: at, ChatID: at, OutputChannel: at}
+	if err := full.Validate(); err != nil {
+		t.Fatalf("names of %d bytes: %v", subjects.MaxNameBytes, err)
+	}
+	for name, set := range map[string]func(*Envelope){
+		"id":             func(e *Envelope) { e.ID = over },
+		"session_id":     func(e *Envelope) { e.SessionID = over },
+		"channel":        func(e *Envelope) { e.Channel = over },
+		"chat_id":        func(e *Envelope) { e.ChatID = over },
+		"output_channel": func(e *Envelope) { e.OutputChannel = over },
+	} {
+		e := full
+		set(&e)
+		if err := e.Validate(); !errors.Is(err, subjects.ErrNameTooLong) || !strings.Contains(err.Error(), "envelope: "+name+" of 257 bytes") {
+			t.Errorf("%s of 257 bytes: %v", name, err)
+		}
 	}
 }
 

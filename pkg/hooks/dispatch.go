@@ -13,6 +13,7 @@ import (
 	bubconfig "github.com/bubbus/bub/pkg/config"
 	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/llm"
+	"github.com/bubbus/bub/pkg/subjects"
 	"github.com/bubbus/bub/pkg/tools"
 )
 
@@ -149,13 +150,18 @@ func (r *Registry[S, C]) logFailure(ctx context.Context, msg, plugin string, err
 
 // ResolveSession dispatches resolve_session (firstresult). When no
 // implementation answers, or the answer is "", the session id is the
-// message's, or "<channel>:<chat_id>" when it has none.
+// message's, or "<channel>:<chat_id>" when it has none. An answer longer
+// than [subjects.MaxNameBytes] is an error: session ids become subject
+// tokens.
 func (r *Registry[S, C]) ResolveSession(ctx context.Context, in ResolveSessionInput) (string, error) {
 	id, _, err := first(ctx, r.tab.Load().resolveSession, HookResolveSession, in, SessionResolver.ResolveSession)
 	if err != nil {
 		return "", err
 	}
 	if id != "" {
+		if err := subjects.CheckName(string(HookResolveSession)+": session id", id); err != nil {
+			return "", err
+		}
 		return id, nil
 	}
 	msg := in.Message

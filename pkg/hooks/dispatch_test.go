@@ -13,6 +13,7 @@ import (
 	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/hooks"
 	"github.com/bubbus/bub/pkg/llm"
+	"github.com/bubbus/bub/pkg/subjects"
 	"github.com/bubbus/bub/pkg/tools"
 )
 
@@ -65,6 +66,24 @@ func TestRuleCallFirstVersusCallMany(t *testing.T) {
 	equal(t, "session", must[string](t)(r.ResolveSession(t.Context(), hooks.ResolveSessionInput{Message: msg()})), "telegram:42")
 	equal(t, "system prompt", must[string](t)(r.SystemPrompt(t.Context(), hooks.SystemPromptInput{})), "low\n\nquiet")
 	equal(t, "calls", j.get(), []string{"first:quiet", "first:empty", "many:quiet", "many:empty", "many:low"})
+}
+
+// A resolve_session answer longer than subjects.MaxNameBytes is an error
+// (session ids become subject tokens); one of that length is not.
+func TestResolveSessionBoundsTheID(t *testing.T) {
+	for n, ok := range map[int]bool{subjects.MaxNameBytes: true, subjects.MaxNameBytes + 1: false} {
+		id := strings.Repeat("s", n)
+		r := newRegistry(t, nil, &fake{name: "resolver", resolveSession: func(hooks.ResolveSessionInput) (string, bool, error) {
+			return id, true, nil
+		}})
+		got, err := r.ResolveSession(t.Context(), hooks.ResolveSessionInput{Message: msg()})
+		if ok && (err != nil || got != id) {
+			t.Errorf("an id of %d bytes: %q, %v", n, got, err)
+		}
+		if !ok && (!errors.Is(err, subjects.ErrNameTooLong) || !strings.Contains(err.Error(), "resolve_session: session id of 257 bytes")) {
+			t.Errorf("an id of %d bytes: %q, %v, want a resolve_session error", n, got, err)
+		}
+	}
 }
 
 // Startup-only: Bub's sync-only hooks are dispatched through
