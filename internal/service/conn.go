@@ -32,6 +32,10 @@ type Conn struct {
 // embeds a server.
 var ErrNoURL = errors.New("no NATS URL: set --nats or BUB_NATS_URL")
 
+// ErrConnClosed is the error of a service whose NATS connection was
+// closed for good while it ran (see [Run]).
+var ErrConnClosed = errors.New("NATS connection closed")
+
 // Dial connects to the cluster of common's NATS settings with the
 // connection name name.
 func Dial(ctx context.Context, common *cli.Common, name string, log *slog.Logger) (*Conn, error) {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -159,5 +160,36 @@ func TestStopWhileStartingIsNotAFailure(t *testing.T) {
 	unasked := spec(func(context.Context) error { return fmt.Errorf("calling: %w", context.Canceled) })
 	if err := service.Exec(t.Context(), nil, vars, &bytes.Buffer{}, &bytes.Buffer{}, unasked); err == nil {
 		t.Error("a cancellation without a stop was swallowed")
+	}
+}
+
+// TestExecEndsWhenTheConnectionIsClosed: a service whose NATS connection
+// the client closes for good (here the server rejects a subject longer
+// than its control line, which nats.go does not recover from) stops with
+// ErrConnClosed and the server's reason, instead of serving on without
+// NATS.
+func TestExecEndsWhenTheConnectionIsClosed(t *testing.T) {
+	srv := natstest.Start(t)
+	spec := func(service.Env) service.Spec {
+		return service.Spec{Name: "probe", Short: "A probe service",
+			Run: func(ctx context.Context, conn *service.Conn, _ string, _ *slog.Logger) error {
+				if err := conn.NC.Publish(strings.Repeat("a", 5000), nil); err != nil {
+					return err
+				}
+				<-ctx.Done()
+				return nil
+			}}
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- service.Exec(t.Context(), []string{"--home", t.TempDir()}, env(map[string]string{"BUB_NATS_URL": srv.URL}), &bytes.Buffer{}, &bytes.Buffer{}, spec)
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, service.ErrConnClosed) || !strings.Contains(err.Error(), "maximum control line exceeded") {
+			t.Fatalf("Exec: %v, want ErrConnClosed with the server's reason", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the service kept running on a closed connection")
 	}
 }
