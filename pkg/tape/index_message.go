@@ -100,9 +100,17 @@ func (ix *Index) resolve(own uint64, n int) {
 			ix.RecentAnchors[i].Seq = pos(a.ID)
 		}
 	}
+	// Each end on its own: a commit that adopted entries a crashed chain
+	// stored before the batch knows its first position already.
 	for i, c := range ix.Commits {
-		if last := c.FirstID + int64(c.Count) - 1; c.Count > 0 && c.FirstSeq == 0 && in(c.FirstID) && in(last) {
-			ix.Commits[i].FirstSeq, ix.Commits[i].LastSeq = pos(c.FirstID), pos(last)
+		if c.Count == 0 {
+			continue
+		}
+		if c.FirstSeq == 0 && in(c.FirstID) {
+			ix.Commits[i].FirstSeq = pos(c.FirstID)
+		}
+		if last := c.FirstID + int64(c.Count) - 1; c.LastSeq == 0 && in(last) {
+			ix.Commits[i].LastSeq = pos(last)
 		}
 	}
 }

@@ -565,7 +565,8 @@ func TestJetStreamAppendFromAGivenIndex(t *testing.T) {
 // sequence: a commit retried after a crash must adopt its own stored
 // entries from that answer (not take it for another writer and retry
 // until the window has passed). There the retry is an atomic batch, which
-// adopts what the crashed chain stored and sends the rest.
+// adopts what the crashed chain stored and sends the rest; the index then
+// locates the whole commit, so replaying it once more returns its entries.
 func TestJetStreamAdoptsOrphansOnACluster(t *testing.T) {
 	s := newClusterFixture(t, natstest.StartCluster(t, 3)).store(t)
 	ctx := t.Context()
@@ -576,6 +577,21 @@ func TestJetStreamAdoptsOrphansOnACluster(t *testing.T) {
 	start := time.Now()
 	if _, err := s.Append(ctx, "t", []Entry{userMsg("a"), userMsg("b"), userMsg("c")}, WithCommitID("run-1")); err != nil {
 		t.Fatalf("retrying the commit after %v: %v", time.Since(start), err)
+	}
+	wantContents(t, s, "t", "1:first", "2:a", "3:b", "4:c")
+	ix, err := s.Index(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := ix.Commit("run-1"); !ok || c.FirstSeq == 0 || c.LastSeq < c.FirstSeq {
+		t.Fatalf("run-1 in the index: %+v (found %v), want both ends located", c, ok)
+	}
+	again, err := s.Append(ctx, "t", []Entry{userMsg("a"), userMsg("b"), userMsg("c")}, WithCommitID("run-1"))
+	if err != nil {
+		t.Fatalf("replaying the committed run-1: %v", err)
+	}
+	if got := contents(t, again); !slices.Equal(got, []string{"2:a", "3:b", "4:c"}) {
+		t.Fatalf("the replay returned %v, want run-1's entries", got)
 	}
 	wantContents(t, s, "t", "1:first", "2:a", "3:b", "4:c")
 	crash(t, s, "t", []Entry{userMsg("d")}, 1, WithCommitID("run-2"))
