@@ -324,17 +324,68 @@ func TestJetStreamCommitWhoseAnswerWasLost(t *testing.T) {
 				}
 				// A batch is answered as a duplicate (no revision); a
 				// chain adopts its own entries, and its index, which
-				// one server checks before the duplicate window, finds
-				// the tape moved on (the append then reads the index
-				// again, and a commit id finds its commit there).
+				// one server checks before the duplicate window, is
+				// found as the subject's last message, with its id.
 				again, err := w.write(ctx, ix, stored)
-				if s.atomic && (err != nil || again.Revision != 0) || !s.atomic && !errors.Is(err, errRetry) {
-					t.Fatalf("the same commit again: %+v, %v", again, err)
+				if s.atomic && (err != nil || again.Revision != 0) || !s.atomic && (err != nil || again.Revision != nx.Revision) {
+					t.Fatalf("the same commit again: %+v, %v (first %d)", again, err, nx.Revision)
 				}
 				wantContents(t, s, tape, "1:a", "2:b")
 			}
 		})
 	}
+}
+
+// lossyJS loses the acknowledgement of the next message it sends on
+// subject: the message is stored, its answer never arrives, as with a
+// slow or reconnecting server.
+type lossyJS struct {
+	jetstream.JetStream
+	subject string
+	lose    atomic.Bool
+}
+
+// lostAck is a publish whose answer never comes.
+type lostAck struct{ m *nats.Msg }
+
+func (lostAck) Ok() <-chan *jetstream.PubAck { return nil }
+func (lostAck) Err() <-chan error            { return nil }
+func (a lostAck) Msg() *nats.Msg             { return a.m }
+
+func (j *lossyJS) PublishMsgAsync(m *nats.Msg, opts ...jetstream.PublishOpt) (jetstream.PubAckFuture, error) {
+	f, err := j.JetStream.PublishMsgAsync(m, opts...)
+	if err == nil && m.Subject == j.subject && j.lose.CompareAndSwap(true, false) {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			return nil, err
+		}
+		return lostAck{m}, nil
+	}
+	return f, err
+}
+
+// TestJetStreamAppendWhoseIndexAnswerWasLost: on one server an append
+// without a commit id whose index was stored but not acknowledged is
+// recognised as committed when its retry fails the compare-and-set, not
+// stored a second time.
+func TestJetStreamAppendWhoseIndexAnswerWasLost(t *testing.T) {
+	f := newFixture(t)
+	_, js := f.srv.JetStream(t)
+	lossy := &lossyJS{JetStream: js, subject: f.names.TapeIndex("t")}
+	s, err := NewJetStreamStore(t.Context(), lossy, f.names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lossy.lose.Store(true)
+	stored, err := s.Append(t.Context(), "t", []Entry{userMsg("a"), userMsg("b")})
+	if err != nil || !slices.Equal(contents(t, stored), []string{"1:a", "2:b"}) {
+		t.Fatalf("append: %v, %v", contents(t, stored), err)
+	}
+	if lossy.lose.Load() {
+		t.Fatal("no index answer was lost")
+	}
+	wantContents(t, s, "t", "1:a", "2:b")
 }
 
 // TestJetStreamWritersOnTwoConnectionsNeverInterleave: two stores append

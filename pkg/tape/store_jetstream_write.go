@@ -291,7 +291,8 @@ func (w *writer) sendBatch(ctx context.Context, ix Index, stored []Entry, adopte
 
 // putIndex publishes ix, whose positions are all known, if the tape's
 // index is still at revision rev, and returns its revision. A lost
-// compare-and-set returns errRetry.
+// compare-and-set returns errRetry; one it had won already (an earlier
+// attempt with the same id was stored) returns that revision.
 func (s *JetStreamStore) putIndex(ctx context.Context, ix Index, rev uint64, id string) (uint64, error) {
 	m := indexMessage(s.names, s.source, ix, 0, rev, id)
 	// Transient errors (the stream electing a leader) are retried with
@@ -306,6 +307,13 @@ func (s *JetStreamStore) putIndex(ctx context.Context, ix Index, rev uint64, id 
 		return err
 	})
 	if isWrongLastSeq(err) {
+		// One server checks the expected sequence before its duplicate
+		// window, so an attempt stored although its answer got lost makes
+		// the next one fail so: it is this index when the subject's last
+		// message carries its id.
+		if last, gerr := s.stream.GetLastMsgForSubject(ctx, m.Subject); gerr == nil && last.Header.Get(subjects.HeaderMsgID) == id {
+			return last.Sequence, nil
+		}
 		return 0, errRetry
 	}
 	if err != nil {
