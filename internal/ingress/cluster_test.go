@@ -152,7 +152,8 @@ func startClusterIngress(t *testing.T, nc *nats.Conn, js jetstream.JetStream) (s
 
 // TestPublishWithoutQuorum: with two of three servers gone the inbound
 // stream has no quorum; a POST with ?wait=1s is retried for its second
-// and then answered 503 jetstream_unavailable with Retry-After, not 202.
+// and then answered 503 jetstream_unavailable with Retry-After, not 202,
+// and with the id the server gave the message, for the client's retry.
 func TestPublishWithoutQuorum(t *testing.T) {
 	c := natstest.StartCluster(t, 3)
 	nc, js := c.Servers[0].JetStream(t)
@@ -160,18 +161,21 @@ func TestPublishWithoutQuorum(t *testing.T) {
 	c.Servers[1].Shutdown()
 	c.Servers[2].Shutdown()
 	start := time.Now()
-	resp, err := http.Post(url+"?wait=1s", "application/json", strings.NewReader(`{"id":"nq1","content":"hello","session_id":"nq"}`))
+	resp, err := http.Post(url+"?wait=1s", "application/json", strings.NewReader(`{"content":"hello","session_id":"nq"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var body struct{ Code string }
+	var body struct{ Code, ID string }
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
 		t.Fatal(err)
 	}
 	took := time.Since(start)
 	if resp.StatusCode != http.StatusServiceUnavailable || body.Code != "jetstream_unavailable" || resp.Header.Get("Retry-After") != strconv.Itoa(ingress.RetryAfterSeconds) {
 		t.Fatalf("status %d code %q Retry-After %q, want 503 jetstream_unavailable with Retry-After", resp.StatusCode, body.Code, resp.Header.Get("Retry-After"))
+	}
+	if body.ID == "" {
+		t.Fatal("the 503 carries no id to retry with")
 	}
 	if took < 500*time.Millisecond || took > 3*time.Second {
 		t.Fatalf("answered after %v, want about the 1s wait", took)

@@ -9,10 +9,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/bubbus/bub/internal/approvals"
@@ -191,15 +191,8 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_wait", err.Error())
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			writeError(w, http.StatusRequestEntityTooLarge, "body_too_large",
-				fmt.Sprintf("request body exceeds %d bytes", s.cfg.MaxBodyBytes))
-			return
-		}
-		writeError(w, http.StatusBadRequest, "unreadable_body", err.Error())
+	body, ok := s.readBody(w, r)
+	if !ok {
 		return
 	}
 	env, code, err := DecodeRequest(r.Header, body)
@@ -235,12 +228,14 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 			_, _ = await(canceled())
 		}
 		s.log.Error("ingress.publish_failed", "id", env.ID, "err", err)
+		// The id, which the server may have made, is what a retry posts
+		// again: the message may have been stored after all.
+		code := "publish_failed"
 		if errors.Is(err, ErrUnavailable) {
 			w.Header().Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
-			writeError(w, http.StatusServiceUnavailable, "jetstream_unavailable", err.Error())
-			return
+			code = "jetstream_unavailable"
 		}
-		writeError(w, http.StatusServiceUnavailable, "publish_failed", err.Error())
+		writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: err.Error(), Code: code, ID: env.ID})
 		return
 	}
 	if rc.Duplicate {
@@ -297,8 +292,9 @@ func DecodeRequest(header http.Header, body []byte) (*envelope.Envelope, string,
 		return nil, "empty_body", errors.New("request body is empty")
 	}
 	ct := header.Get("Content-Type")
+	mt, _, _ := mime.ParseMediaType(ct) // lower case; "" when ct is not one
 	data := body
-	if header.Get("Ce-Specversion") != "" || strings.HasPrefix(ct, events.ContentTypeStructured) {
+	if header.Get("Ce-Specversion") != "" || mt == events.ContentTypeStructured {
 		ev, err := events.Decode(header, body)
 		if err != nil {
 			return nil, "invalid_cloudevent", err
@@ -316,7 +312,7 @@ func DecodeRequest(header http.Header, body []byte) (*envelope.Envelope, string,
 		}
 		return env, "", nil
 	}
-	if ct != "" && !strings.HasPrefix(ct, "application/json") {
+	if ct != "" && mt != "application/json" {
 		return nil, codeUnsupportedMediaType, fmt.Errorf("content type %q is not accepted; send application/json or a CloudEvent", ct)
 	}
 	return decodeEnvelope(data)
@@ -341,6 +337,25 @@ func decodeEnvelope(data []byte) (*envelope.Envelope, string, error) {
 type errorBody struct {
 	Error string `json:"error"`
 	Code  string `json:"code"`
+	// ID is the message's id on a failed publish (a retry posts it again).
+	ID string `json:"id,omitempty"`
+}
+
+// readBody reads r's body up to the configured limit, or answers 413
+// when it is longer and 400 when it cannot be read.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, http.StatusRequestEntityTooLarge, "body_too_large",
+				fmt.Sprintf("request body exceeds %d bytes", s.cfg.MaxBodyBytes))
+			return nil, false
+		}
+		writeError(w, http.StatusBadRequest, "unreadable_body", err.Error())
+		return nil, false
+	}
+	return body, true
 }
 
 // codeUnsupportedMediaType is the error code of a body that is neither

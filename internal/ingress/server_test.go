@@ -112,6 +112,8 @@ func TestBadInputIsRejectedAndNothingPublished(t *testing.T) {
 		{"context not object", jsonHeader(), `{"content":"x","context":[1]}`, 400, "invalid_json"},
 		{"oversized body", jsonHeader(), `{"content":"` + strings.Repeat("a", 300) + `"}`, 413, "body_too_large"},
 		{"wrong media type", http.Header{"Content-Type": {"text/plain"}}, `hello`, 415, "unsupported_media_type"},
+		{"json prefix of another type", http.Header{"Content-Type": {"application/jsonx"}}, `{"content":"x"}`, 415, "unsupported_media_type"},
+		{"not a media type", http.Header{"Content-Type": {"json please"}}, `{"content":"x"}`, 415, "unsupported_media_type"},
 		{"unknown cloudevent type", http.Header{
 			"Content-Type": {"application/json"}, "Ce-Specversion": {"1.0"}, "Ce-Id": {"1"},
 			"Ce-Source": {"/x"}, "Ce-Type": {"com.example.other"},
@@ -165,8 +167,13 @@ func TestAcceptsJSONAndBothCloudEventModesIdempotently(t *testing.T) {
 	if status != 202 || body["id"] != "ce-str" {
 		t.Fatalf("structured: %d %v", status, body)
 	}
-	if n := f.inboundCount(t); n != 3 {
-		t.Fatalf("inbound stream holds %d messages, want 3", n)
+	// Media types are case-insensitive and may carry parameters.
+	status, body = post(t, url, http.Header{"Content-Type": {"Application/JSON; charset=utf-8"}}, `{"id":"m2","content":"mixed case"}`)
+	if status != 202 || body["id"] != "m2" {
+		t.Fatalf("mixed-case media type: %d %v", status, body)
+	}
+	if n := f.inboundCount(t); n != 4 {
+		t.Fatalf("inbound stream holds %d messages, want 4", n)
 	}
 }
 
