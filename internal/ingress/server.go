@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/bubbus/bub/internal/approvals"
@@ -93,6 +94,10 @@ type Server struct {
 	tapes tapes
 	// approvals answers POST /v1/approvals/{id} (nil: 503).
 	approvals *approvals.Store
+	// draining is closed when Run shuts down: the event streams end then,
+	// as http.Server.Shutdown does not cancel the requests it waits for.
+	draining  chan struct{}
+	drainOnce sync.Once
 }
 
 // NewServer returns the HTTP API over gw.
@@ -103,7 +108,7 @@ func NewServer(cfg Config, gw *Gateway, ready Ready, log *slog.Logger) (*Server,
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Server{cfg: cfg.withDefaults(), gw: gw, ready: ready, log: log}, nil
+	return &Server{cfg: cfg.withDefaults(), gw: gw, ready: ready, log: log, draining: make(chan struct{})}, nil
 }
 
 // Handler returns the HTTP routes.
@@ -156,6 +161,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownGrace)
 	defer cancel()
+	s.drainOnce.Do(func() { close(s.draining) })
 	if err := srv.Shutdown(sctx); err != nil {
 		return fmt.Errorf("ingress shutdown: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -267,5 +268,57 @@ func TestLongNamesAreRejectedAndTheConnectionSurvives(t *testing.T) {
 	}
 	if st := f.nc.Status(); st != nats.CONNECTED {
 		t.Fatalf("ingress connection %v, want CONNECTED", st)
+	}
+}
+
+// TestShutdownEndsEventStreams: an open GET /v1/sessions/{s}/events does
+// not hold a graceful shutdown until its grace runs out: Run ends the
+// stream and returns nil at once.
+func TestShutdownEndsEventStreams(t *testing.T) {
+	s := natstest.Start(t)
+	nc, js := s.JetStream(t)
+	names := subjects.Default()
+	if err := natsx.EnsureTopology(t.Context(), js, names, natsx.Topology{}); err != nil {
+		t.Fatal(err)
+	}
+	gw, err := ingress.NewGateway(nc, js, names, events.Source("ingress", "test"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = gw.Close() })
+	const grace = 5 * time.Second
+	srv, err := ingress.NewServer(ingress.Config{ShutdownGrace: grace}, gw, func(context.Context) error { return nil }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx, ln) }()
+
+	resp, err := http.Get("http://" + ln.Addr().String() + "/v1/sessions/s1/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("events: %d", resp.StatusCode)
+	}
+	start := time.Now()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil || time.Since(start) > grace/2 {
+			t.Fatalf("Run returned %v after %v, want nil at once", err, time.Since(start))
+		}
+	case <-time.After(grace + 5*time.Second):
+		t.Fatal("Run did not return")
+	}
+	if _, err := io.ReadAll(resp.Body); err != nil {
+		t.Fatalf("the stream did not end cleanly: %v", err)
 	}
 }

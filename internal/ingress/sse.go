@@ -58,6 +58,8 @@ func (s *Server) streamSession(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 			return
+		case <-s.draining:
+			return // the server shuts down: the client reconnects elsewhere
 		case <-keepAlive.C:
 			fmt.Fprint(w, ": keep-alive\n\n")
 		case m := <-msgs:
