@@ -275,19 +275,9 @@ func TestLongNamesAreRejectedAndTheConnectionSurvives(t *testing.T) {
 // not hold a graceful shutdown until its grace runs out: Run ends the
 // stream and returns nil at once.
 func TestShutdownEndsEventStreams(t *testing.T) {
-	s := natstest.Start(t)
-	nc, js := s.JetStream(t)
-	names := subjects.Default()
-	if err := natsx.EnsureTopology(t.Context(), js, names, natsx.Topology{}); err != nil {
-		t.Fatal(err)
-	}
-	gw, err := ingress.NewGateway(nc, js, names, events.Source("ingress", "test"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = gw.Close() })
 	const grace = 5 * time.Second
-	srv, err := ingress.NewServer(ingress.Config{ShutdownGrace: grace}, gw, func(context.Context) error { return nil }, nil)
+	f := setup(t, ingress.Config{})
+	srv, err := ingress.NewServer(ingress.Config{ShutdownGrace: grace}, f.gw, func(context.Context) error { return nil }, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
