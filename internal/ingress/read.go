@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/bubbus/bub/internal/status"
-	"github.com/bubbus/bub/pkg/subjects"
+	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/tape"
 )
 
@@ -208,10 +208,10 @@ func (s *Server) readHooks(w http.ResponseWriter, r *http.Request) {
 }
 
 // sessionOf returns the {session} of r's path, or answers 400 when it is
-// too long to be a session id (subjects.MaxNameBytes).
+// too long to be a session id (envelope.MaxNameBytes).
 func sessionOf(w http.ResponseWriter, r *http.Request) (string, bool) {
 	session := r.PathValue("session")
-	if err := subjects.CheckName("session", session); err != nil {
+	if err := envelope.CheckName("session", session); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_session", err.Error())
 		return "", false
 	}

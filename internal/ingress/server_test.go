@@ -258,10 +258,10 @@ func TestLongNamesAreRejectedAndTheConnectionSurvives(t *testing.T) {
 			t.Errorf("GET %s of a 5000-byte session: %d %v, want 400 invalid_session", path, status, body)
 		}
 	}
-	ok := strings.Repeat("a", subjects.MaxNameBytes)
+	ok := strings.Repeat("a", envelope.MaxNameBytes)
 	status, body := post(t, f.srv.URL+"/v1/messages", jsonHeader(), `{"content":"x","session_id":"`+ok+`","channel":"`+ok+`"}`)
 	if status != 202 {
-		t.Fatalf("names of %d bytes: %d %v, want 202", subjects.MaxNameBytes, status, body)
+		t.Fatalf("names of %d bytes: %d %v, want 202", envelope.MaxNameBytes, status, body)
 	}
 	if n := f.inboundCount(t); n != 1 {
 		t.Fatalf("inbound stream holds %d messages, want only the last one", n)

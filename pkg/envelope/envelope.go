@@ -2,9 +2,8 @@ package envelope
 
 import (
 	"errors"
+	"fmt"
 	"strings"
-
-	"github.com/bubbus/bub/pkg/subjects"
 )
 
 // Envelope kinds.
@@ -105,6 +104,25 @@ func (e *Envelope) Normalize() {
 	}
 }
 
+// MaxNameBytes bounds the names that become NATS subject tokens: an
+// envelope's id, session id, channel, chat id and output channel, and a
+// session id resolve_session answers. A token takes up to three bytes per
+// byte, and a subject must fit the NATS protocol's control line (4 KB by
+// default), past which the server closes the connection that sent it.
+const MaxNameBytes = 256
+
+// ErrNameTooLong is the error of [CheckName].
+var ErrNameTooLong = fmt.Errorf("longer than %d bytes", MaxNameBytes)
+
+// CheckName returns an error naming what when name is longer than
+// [MaxNameBytes].
+func CheckName(what, name string) error {
+	if len(name) > MaxNameBytes {
+		return fmt.Errorf("%s of %d bytes: %w", what, len(name), ErrNameTooLong)
+	}
+	return nil
+}
+
 // Validation errors.
 var (
 	ErrNoID      = errors.New("envelope: id is required")
@@ -114,8 +132,7 @@ var (
 
 // Validate reports what makes an inbound envelope unusable: no id, no
 // content, an unknown kind, or an id, session id, channel, chat id or
-// output channel longer than [subjects.MaxNameBytes] (they become subject
-// tokens).
+// output channel longer than [MaxNameBytes].
 func (e *Envelope) Validate() error {
 	var errs []error
 	if strings.TrimSpace(e.ID) == "" {
@@ -133,7 +150,7 @@ func (e *Envelope) Validate() error {
 		{"id", e.ID}, {"session_id", e.SessionID}, {"channel", e.Channel},
 		{"chat_id", e.ChatID}, {"output_channel", e.OutputChannel},
 	} {
-		if err := subjects.CheckName("envelope: "+f.name, f.value); err != nil {
+		if err := CheckName("envelope: "+f.name, f.value); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -6,8 +6,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-
-	"github.com/bubbus/bub/pkg/subjects"
 )
 
 func TestContextKeepsInsertionOrderThroughJSON(t *testing.T) {
@@ -66,11 +64,11 @@ func TestValidate(t *testing.T) {
 	if err := (&Envelope{ID: "1", Content: "x"}).Validate(); err != nil {
 		t.Fatal(err)
 	}
-	// Names become subject tokens: at most subjects.MaxNameBytes each.
-	at, over := strings.Repeat("a", subjects.MaxNameBytes), strings.Repeat("a", subjects.MaxNameBytes+1)
+	// Names become subject tokens: at most MaxNameBytes each.
+	at, over := strings.Repeat("a", MaxNameBytes), strings.Repeat("a", MaxNameBytes+1)
 	full := Envelope{ID: at, Content: "x", SessionID: at, Channel: at, ChatID: at, OutputChannel: at}
 	if err := full.Validate(); err != nil {
-		t.Fatalf("names of %d bytes: %v", subjects.MaxNameBytes, err)
+		t.Fatalf("names of %d bytes: %v", MaxNameBytes, err)
 	}
 	for name, set := range map[string]func(*Envelope){
 		"id":             func(e *Envelope) { e.ID = over },
@@ -81,7 +79,7 @@ func TestValidate(t *testing.T) {
 	} {
 		e := full
 		set(&e)
-		if err := e.Validate(); !errors.Is(err, subjects.ErrNameTooLong) || !strings.Contains(err.Error(), "envelope: "+name+" of 257 bytes") {
+		if err := e.Validate(); !errors.Is(err, ErrNameTooLong) || !strings.Contains(err.Error(), "envelope: "+name+" of 257 bytes") {
 			t.Errorf("%s of 257 bytes: %v", name, err)
 		}
 	}

@@ -13,7 +13,6 @@ import (
 	bubconfig "github.com/bubbus/bub/pkg/config"
 	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/llm"
-	"github.com/bubbus/bub/pkg/subjects"
 	"github.com/bubbus/bub/pkg/tools"
 )
 
@@ -151,7 +150,7 @@ func (r *Registry[S, C]) logFailure(ctx context.Context, msg, plugin string, err
 // ResolveSession dispatches resolve_session (firstresult). When no
 // implementation answers, or the answer is "", the session id is the
 // message's, or "<channel>:<chat_id>" when it has none. An answer longer
-// than [subjects.MaxNameBytes] is an error: session ids become subject
+// than [envelope.MaxNameBytes] is an error: session ids become subject
 // tokens.
 func (r *Registry[S, C]) ResolveSession(ctx context.Context, in ResolveSessionInput) (string, error) {
 	id, _, err := first(ctx, r.tab.Load().resolveSession, HookResolveSession, in, SessionResolver.ResolveSession)
@@ -159,7 +158,7 @@ func (r *Registry[S, C]) ResolveSession(ctx context.Context, in ResolveSessionIn
 		return "", err
 	}
 	if id != "" {
-		if err := subjects.CheckName(string(HookResolveSession)+": session id", id); err != nil {
+		if err := envelope.CheckName(string(HookResolveSession)+": session id", id); err != nil {
 			return "", err
 		}
 		return id, nil

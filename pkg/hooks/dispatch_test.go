@@ -13,7 +13,6 @@ import (
 	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/hooks"
 	"github.com/bubbus/bub/pkg/llm"
-	"github.com/bubbus/bub/pkg/subjects"
 	"github.com/bubbus/bub/pkg/tools"
 )
 
@@ -68,10 +67,10 @@ func TestRuleCallFirstVersusCallMany(t *testing.T) {
 	equal(t, "calls", j.get(), []string{"first:quiet", "first:empty", "many:quiet", "many:empty", "many:low"})
 }
 
-// A resolve_session answer longer than subjects.MaxNameBytes is an error
+// A resolve_session answer longer than envelope.MaxNameBytes is an error
 // (session ids become subject tokens); one of that length is not.
 func TestResolveSessionBoundsTheID(t *testing.T) {
-	for n, ok := range map[int]bool{subjects.MaxNameBytes: true, subjects.MaxNameBytes + 1: false} {
+	for n, ok := range map[int]bool{envelope.MaxNameBytes: true, envelope.MaxNameBytes + 1: false} {
 		id := strings.Repeat("s", n)
 		r := newRegistry(t, nil, &fake{name: "resolver", resolveSession: func(hooks.ResolveSessionInput) (string, bool, error) {
 			return id, true, nil
@@ -80,7 +79,7 @@ func TestResolveSessionBoundsTheID(t *testing.T) {
 		if ok && (err != nil || got != id) {
 			t.Errorf("an id of %d bytes: %q, %v", n, got, err)
 		}
-		if !ok && (!errors.Is(err, subjects.ErrNameTooLong) || !strings.Contains(err.Error(), "resolve_session: session id of 257 bytes")) {
+		if !ok && (!errors.Is(err, envelope.ErrNameTooLong) || !strings.Contains(err.Error(), "resolve_session: session id of 257 bytes")) {
 			t.Errorf("an id of %d bytes: %q, %v, want a resolve_session error", n, got, err)
 		}
 	}

@@ -2,29 +2,10 @@ package subjects
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 )
 
 const hexdigits = "0123456789abcdef"
-
-// MaxNameBytes bounds the names that become subject tokens (session ids,
-// channels, chat ids, envelope ids): [Token] makes each byte up to three,
-// and a subject must fit the NATS protocol's control line (4 KB by
-// default), past which the server closes the connection that sent it.
-const MaxNameBytes = 256
-
-// ErrNameTooLong is the error of [CheckName].
-var ErrNameTooLong = fmt.Errorf("longer than %d bytes", MaxNameBytes)
-
-// CheckName returns an error naming what when name is longer than
-// [MaxNameBytes].
-func CheckName(what, name string) error {
-	if len(name) > MaxNameBytes {
-		return fmt.Errorf("%s of %d bytes: %w", what, len(name), ErrNameTooLong)
-	}
-	return nil
-}
 
 // Token encodes arbitrary text (a session id, a channel name) as one
 // subject-safe token. Bytes in [A-Za-z0-9-] pass through, every other byte
