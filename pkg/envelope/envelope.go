@@ -146,11 +146,11 @@ func (e *Envelope) Validate() error {
 	default:
 		errs = append(errs, ErrKind)
 	}
-	for _, f := range []struct{ name, value string }{
-		{"id", e.ID}, {"session_id", e.SessionID}, {"channel", e.Channel},
-		{"chat_id", e.ChatID}, {"output_channel", e.OutputChannel},
+	for _, f := range [...]struct{ name, value string }{
+		{"envelope: id", e.ID}, {"envelope: session_id", e.SessionID}, {"envelope: channel", e.Channel},
+		{"envelope: chat_id", e.ChatID}, {"envelope: output_channel", e.OutputChannel},
 	} {
-		if err := CheckName("envelope: "+f.name, f.value); err != nil {
+		if err := CheckName(f.name, f.value); err != nil {
 			errs = append(errs, err)
 		}
 	}
