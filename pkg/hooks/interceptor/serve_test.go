@@ -17,6 +17,7 @@ import (
 	"github.com/bubbus/bub/internal/natstest"
 	"github.com/bubbus/bub/pkg/hooks"
 	"github.com/bubbus/bub/pkg/hooks/interceptor"
+	"github.com/bubbus/bub/pkg/hooks/remote"
 	"github.com/bubbus/bub/pkg/subjects"
 	"github.com/bubbus/bub/pkg/tools"
 )
@@ -306,34 +307,20 @@ func TestConcurrency(t *testing.T) {
 }
 
 // pingInstances returns how many instances of service answer NATS micro's
-// ping, each within 200ms of the one before.
+// ping (remote.Discover, each within 200ms of the one before).
 func pingInstances(t *testing.T, nc *nats.Conn, service string) int {
 	t.Helper()
-	ping, err := micro.ControlSubject(micro.PingVerb, service, "")
+	replies, err := remote.Discover(t.Context(), nc, micro.PingVerb, service, natsTimeout, 200*time.Millisecond)
 	if err != nil {
-		t.Fatal(err)
-	}
-	sub, err := nc.SubscribeSync(nats.NewInbox())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = sub.Unsubscribe() }()
-	if err := nc.PublishRequest(ping, sub.Subject, nil); err != nil {
 		t.Fatal(err)
 	}
 	ids := map[string]bool{}
-	for {
-		m, err := sub.NextMsg(200 * time.Millisecond)
-		if errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders) {
-			return len(ids)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, raw := range replies {
 		var p micro.Ping
-		if err := json.Unmarshal(m.Data, &p); err != nil {
+		if err := json.Unmarshal(raw, &p); err != nil {
 			t.Fatal(err)
 		}
 		ids[p.ID] = true
 	}
+	return len(ids)
 }
