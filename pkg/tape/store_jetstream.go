@@ -550,12 +550,9 @@ func (s *JetStreamStore) Index(ctx context.Context, tape string) (Index, error) 
 	subj := s.names.TapeIndex(tape)
 	for attempt := range 2 * maxReadAttempts {
 		if attempt > 0 {
-			select {
-			case <-ctx.Done():
-				return Index{}, fmt.Errorf("reading index of tape %q: %w", tape, ctx.Err())
-			case <-time.After(pause):
+			if err := sleep(ctx, &pause); err != nil {
+				return Index{}, fmt.Errorf("reading index of tape %q: %w", tape, err)
 			}
-			pause = min(2*pause, time.Second)
 		}
 		ix := Index{Tape: tape}
 		var m *jetstream.RawStreamMsg
@@ -695,18 +692,47 @@ func (s *JetStreamStore) ReadArchive(ctx context.Context, location string) ([]En
 	if !ok || err1 != nil || err2 != nil || first > last {
 		return nil, bad
 	}
-	var entries []Entry
 	if first == 0 {
-		return entries, nil
+		return []Entry{}, nil
 	}
-	err := s.scan(ctx, parts[1], first, last, 0, func(_ uint64, _ string, data []byte) error {
-		if e, ok := decodeMessage(data); ok {
-			entries = append(entries, e)
+	// The archive's last message is on its subject: a read that ends
+	// before it met a replica that has not stored it yet (a consumer
+	// placed on a lagging follower), so it is read again after a pause.
+	pause := 25 * time.Millisecond
+	var seen uint64
+	for attempt := range 2 * maxReadAttempts {
+		if attempt > 0 {
+			if err := sleep(ctx, &pause); err != nil {
+				return nil, fmt.Errorf("reading archive %q: %w", location, err)
+			}
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("reading archive %q: %w", location, err)
+		entries := []Entry{}
+		seen = 0
+		err := s.scan(ctx, parts[1], first, last, 0, func(seq uint64, _ string, data []byte) error {
+			if e, ok := decodeMessage(data); ok {
+				entries = append(entries, e)
+			}
+			seen = seq
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("reading archive %q: %w", location, err)
+		}
+		if seen == last {
+			return entries, nil
+		}
 	}
-	return entries, nil
+	return nil, fmt.Errorf("reading archive %q: the stream answers up to sequence %d of %d (deleted by its limits, or a replica far behind)", location, seen, last)
+}
+
+// sleep waits *pause, or until ctx ends, and doubles *pause up to a
+// second: the pause between two reads that met a lagging replica.
+func sleep(ctx context.Context, pause *time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(*pause):
+	}
+	*pause = min(2**pause, time.Second)
+	return nil
 }

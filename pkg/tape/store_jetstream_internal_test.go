@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -575,6 +577,39 @@ func TestJetStreamRetriesAStaleIndex(t *testing.T) {
 	s.observe(Index{Tape: "t", Revision: ix.Revision + 100})
 	if _, err := s.Index(t.Context(), "t"); !errors.Is(err, ErrConflict) {
 		t.Fatalf("stale index read: %v, want ErrConflict", err)
+	}
+}
+
+// An archive read that stops short of the archive's last message (a
+// consumer on a replica that has not stored it yet, or a message the
+// stream's limits deleted) is read again and then fails, naming how far it
+// got: never a silently shorter archive.
+func TestJetStreamReadArchiveNeverReturnsPart(t *testing.T) {
+	s := newFixture(t).store(t)
+	stored, err := s.Append(t.Context(), "t", []Entry{userMsg("a"), userMsg("b"), userMsg("c")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loc, err := s.Archive(t.Context(), "t", stored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, span, _ := strings.Cut(strings.TrimPrefix(loc, s.names.TapesStream()+":"), ":")
+	lo, hi, _ := strings.Cut(span, "-")
+	first, _ := strconv.ParseUint(lo, 10, 64)
+	last, _ := strconv.ParseUint(hi, 10, 64)
+	if last != first+2 {
+		t.Fatalf("location %q, want three sequences", loc)
+	}
+	if got, err := s.ReadArchive(t.Context(), loc); err != nil || len(got) != 3 {
+		t.Fatalf("whole archive: %v, %v", got, err)
+	}
+	if err := s.stream.DeleteMsg(t.Context(), last); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ReadArchive(t.Context(), loc)
+	if want := fmt.Sprintf("up to sequence %d of %d", last-1, last); err == nil || !strings.Contains(err.Error(), want) || got != nil {
+		t.Fatalf("archive without its last message: %v, %v; want an error with %q", got, err, want)
 	}
 }
 
