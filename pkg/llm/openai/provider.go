@@ -6,7 +6,7 @@ import (
 
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/bubbus/bub/pkg/llm"
 	"github.com/bubbus/bub/pkg/llm/internal/endpoint"
@@ -103,6 +103,19 @@ func Factory(opts ...Option) llm.ProviderFactory {
 	}
 }
 
+// stream posts body, which asks for a stream itself, to
+// /chat/completions and returns the stream of the answer, with the HTTP
+// response put in into. Posting the body's bytes as they are (the
+// generic Post of a client made of the service's options) sends the one
+// copy requestBody made: NewStreaming would take them as parameters,
+// copy them when it serializes those and again when it sets "stream",
+// and keep two copies alive while every turn waits for its model.
+func (p *Provider) stream(ctx context.Context, body []byte, into **http.Response) *ssestream.Stream[oai.ChatCompletionChunk] {
+	client := oai.Client{Options: p.chat.Options}
+	err := client.Post(ctx, "chat/completions", body, into)
+	return ssestream.NewStream[oai.ChatCompletionChunk](ssestream.NewDecoder(*into), err)
+}
+
 // Complete streams one chat completion. The request body is, by rising
 // precedence (Bub's): the completion args; stream_options
 // {include_usage: true}; the managed keys model, messages (as given,
@@ -121,10 +134,8 @@ func (p *Provider) Complete(ctx context.Context, call llm.Call, onDelta func(llm
 	if err != nil {
 		return llm.Response{}, err
 	}
-	var params oai.ChatCompletionNewParams
-	param.SetJSON(body, &params)
 	var httpResp *http.Response
-	stream := p.chat.NewStreaming(ctx, params, option.WithResponseInto(&httpResp))
+	stream := p.stream(ctx, body, &httpResp)
 	resp, err := consume(stream, onDelta)
 	if err != nil {
 		if ctx.Err() != nil {
