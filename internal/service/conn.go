@@ -36,6 +36,26 @@ var ErrNoURL = errors.New("no NATS URL: set --nats or BUB_NATS_URL")
 // closed for good while it ran (see [Run]).
 var ErrConnClosed = errors.New("NATS connection closed")
 
+// RunUntilClosed runs run with a context that also ends when c's
+// connection is closed for good while it runs (the server rejected what
+// it sent with an error nats.go does not recover from), and returns run's
+// error joined to ErrConnClosed and the server's reason then: the service
+// stops and says why instead of serving on without NATS. [Conn.Close]
+// replaces the handler before it drains, so a service's own stop is not
+// taken for such an end.
+func (c *Conn) RunUntilClosed(ctx context.Context, run func(ctx context.Context) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	c.NC.SetClosedHandler(func(nc *nats.Conn) {
+		cancel(fmt.Errorf("%w: %v", ErrConnClosed, nc.LastError()))
+	})
+	err := run(ctx)
+	if cause := context.Cause(ctx); errors.Is(cause, ErrConnClosed) {
+		return errors.Join(cause, err)
+	}
+	return err
+}
+
 // Dial connects to the cluster of common's NATS settings with the
 // connection name name.
 func Dial(ctx context.Context, common *cli.Common, name string, log *slog.Logger) (*Conn, error) {

@@ -3,12 +3,10 @@ package service
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
 
-	"github.com/nats-io/nats.go"
 	"github.com/spf13/pflag"
 
 	"github.com/bubbus/bub/internal/cli"
@@ -101,24 +99,13 @@ func Run(ctx context.Context, common *cli.Common, s Spec, getenv cli.Getenv, std
 		return err
 	}
 	defer conn.Close()
-	// A connection the client closes for good (the server rejected what
-	// it sent with an error nats.go does not recover from) stops the
-	// service with that error, so that it exits non-zero and is
-	// restarted, instead of serving on without NATS. conn.Close replaces
-	// the handler before it drains.
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	conn.NC.SetClosedHandler(func(nc *nats.Conn) {
-		cancel(fmt.Errorf("%w: %v", ErrConnClosed, nc.LastError()))
-	})
 	instance := cli.Instance(getenv)
 	if err := conn.Announce(s.Name, instance); err != nil {
 		return err
 	}
-	err = s.Run(ctx, conn, instance, log)
-	if cause := context.Cause(ctx); errors.Is(cause, ErrConnClosed) {
-		return errors.Join(cause, err)
-	}
+	// A connection closed for good ends the service with ErrConnClosed,
+	// so that it exits non-zero and is restarted.
+	err = conn.RunUntilClosed(ctx, func(ctx context.Context) error { return s.Run(ctx, conn, instance, log) })
 	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		// Stopped (SIGTERM, Ctrl-C) before it was serving: a stop, not a
 		// failure.

@@ -67,7 +67,10 @@ func StartServices(ctx context.Context, cl *Cluster, spec Services, log *slog.Lo
 			return err
 		}
 		r.wg.Go(func() {
-			if err := run(ctx, conn); err != nil && ctx.Err() == nil {
+			// A connection closed for good fails the service (and so the
+			// stack) with ErrConnClosed, instead of leaving it without NATS.
+			err := conn.RunUntilClosed(ctx, func(ctx context.Context) error { return run(ctx, conn) })
+			if err != nil && ctx.Err() == nil {
 				log.Error("service.failed", "service", label, "err", err)
 				r.mu.Lock()
 				r.errs = append(r.errs, fmt.Errorf("%s: %w", label, err))

@@ -3,6 +3,7 @@ package stack_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"github.com/bubbus/bub/internal/ingresscmd"
 	"github.com/bubbus/bub/internal/natstest"
 	"github.com/bubbus/bub/internal/natsx"
+	"github.com/bubbus/bub/internal/service"
 	"github.com/bubbus/bub/internal/stack"
 	"github.com/bubbus/bub/internal/workercmd"
 	"github.com/bubbus/bub/pkg/hooks/remote"
@@ -127,6 +129,50 @@ func TestAFailedServiceStopsTheOthers(t *testing.T) {
 	})
 	if err := running.Stop(); err == nil {
 		t.Fatal("Stop returned nil after a service failed")
+	}
+}
+
+// TestAClosedConnectionStopsTheStack: a service whose NATS connection is
+// closed for good (here the server rejects a subject longer than its
+// control line, which nats.go does not recover from) fails with
+// service.ErrConnClosed and the server's reason, and the stack stops, as
+// a service of its own would exit, instead of serving on without NATS.
+func TestAClosedConnectionStopsTheStack(t *testing.T) {
+	srv := natstest.Start(t)
+	common := &cli.Common{Home: t.TempDir(), Prefix: "bub", LogLevel: "info", LogFormat: "text", NATS: natsx.ClientConfig{URL: srv.URL}}
+	if err := common.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := stack.Open(common, false, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	running, err := stack.StartServices(t.Context(), cl, stack.Services{
+		Ingress: &ingresscmd.Options{Topology: natsx.Topology{MemoryStorage: true}, Instance: "t", Listener: ln},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = running.Stop() })
+	base := "http://" + ln.Addr().String()
+	natstest.Eventually(t, 10*time.Second, func() (bool, string) {
+		code, body, err := readyz(base)
+		return code == http.StatusOK, fmt.Sprintf("readyz %d %s %v", code, body, err)
+	})
+	if err := running.Conns()[0].NC.Publish(strings.Repeat("a", 5000), nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-running.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stack kept running on a closed connection")
+	}
+	if err := running.Err(); !errors.Is(err, service.ErrConnClosed) || !strings.Contains(err.Error(), "maximum control line exceeded") || !strings.Contains(err.Error(), "ingress") {
+		t.Fatalf("Err = %v, want the ingress's ErrConnClosed with the server's reason", err)
 	}
 }
 
