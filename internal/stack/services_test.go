@@ -26,6 +26,16 @@ import (
 // services starts an ingress and one worker guarded by the fail-closed
 // interceptor "guard" (discovery bounded by 30s) on srv.
 func services(t *testing.T, srv *natstest.Server) (*stack.Running, string) {
+	guard := remote.Config{Service: "guard", Failure: remote.FailClosed, Timeout: 30 * time.Second}
+	return startOn(t, srv, 1, workercmd.Options{Topology: memory, Instance: "t", Workspace: t.TempDir(), Interceptors: []remote.Config{guard}})
+}
+
+// memory is the topology of these tests.
+var memory = natsx.Topology{MemoryStorage: true}
+
+// startOn starts an ingress and workers workers of worker on srv, and
+// returns them with the ingress's base URL.
+func startOn(t *testing.T, srv *natstest.Server, workers int, worker workercmd.Options) (*stack.Running, string) {
 	t.Helper()
 	common := &cli.Common{Home: t.TempDir(), Prefix: "bub", LogLevel: "info", LogFormat: "text", NATS: natsx.ClientConfig{URL: srv.URL}}
 	if err := common.Validate(); err != nil {
@@ -39,12 +49,10 @@ func services(t *testing.T, srv *natstest.Server) (*stack.Running, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	topo := natsx.Topology{MemoryStorage: true}
-	guard := remote.Config{Service: "guard", Failure: remote.FailClosed, Timeout: 30 * time.Second}
 	running, err := stack.StartServices(t.Context(), cl, stack.Services{
-		Ingress: &ingresscmd.Options{Topology: topo, Instance: "t", Listener: ln},
-		Workers: 1,
-		Worker:  workercmd.Options{Topology: topo, Instance: "t", Workspace: t.TempDir(), Interceptors: []remote.Config{guard}},
+		Ingress: &ingresscmd.Options{Topology: memory, Instance: "t", Listener: ln},
+		Workers: workers,
+		Worker:  worker,
 	}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -138,27 +146,7 @@ func TestAFailedServiceStopsTheOthers(t *testing.T) {
 // service.ErrConnClosed and the server's reason, and the stack stops, as
 // a service of its own would exit, instead of serving on without NATS.
 func TestAClosedConnectionStopsTheStack(t *testing.T) {
-	srv := natstest.Start(t)
-	common := &cli.Common{Home: t.TempDir(), Prefix: "bub", LogLevel: "info", LogFormat: "text", NATS: natsx.ClientConfig{URL: srv.URL}}
-	if err := common.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	cl, err := stack.Open(common, false, "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	running, err := stack.StartServices(t.Context(), cl, stack.Services{
-		Ingress: &ingresscmd.Options{Topology: natsx.Topology{MemoryStorage: true}, Instance: "t", Listener: ln},
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = running.Stop() })
-	base := "http://" + ln.Addr().String()
+	running, base := startOn(t, natstest.Start(t), 0, workercmd.Options{})
 	natstest.Eventually(t, 10*time.Second, func() (bool, string) {
 		code, body, err := readyz(base)
 		return code == http.StatusOK, fmt.Sprintf("readyz %d %s %v", code, body, err)
