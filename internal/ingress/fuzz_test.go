@@ -1,6 +1,8 @@
 package ingress
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -113,6 +115,42 @@ func FuzzParseTapePage(f *testing.F) {
 		}
 		if p.Offset < 0 || p.Limit < 1 || p.Limit > maxTapeLimit || len(p.Query) > maxTapeQuery || p.Tail != (v.Get("offset") == "") {
 			t.Fatalf("accepted an out-of-bounds page %+v from %q", p, raw)
+		}
+	})
+}
+
+// FuzzSSEEvent feeds arbitrary NATS headers and bodies, from the token
+// stream or the events subject, to the SSE renderer: it never panics,
+// every message becomes one event whose data is one line (SSE's framing),
+// a token delta is passed on as the JSON it is (compacted when it spans
+// lines), and a lifecycle event is the structured CloudEvent of its type.
+func FuzzSSEEvent(f *testing.F) {
+	f.Add(true, "", []byte(`{"run_id":"r","seq":1,"kind":"text","text":"hi\nthere"}`))
+	f.Add(true, "", []byte("{\"run_id\":\n\"r\"}"))
+	f.Add(true, "", []byte(`not json`))
+	f.Add(false, "Content-Type: application/cloudevents+json", []byte(`{"specversion":"1.0","id":"1","source":"/c","type":"dev.bub.turn.started.v1","data":{"a":1}}`))
+	f.Add(false, "Content-Type: application/cloudevents+json", []byte("{\"specversion\":\"1.0\",\"id\":\"1\",\"source\":\"/c\",\"type\":\"t\",\"datacontenttype\":\"application/json\",\"data\":{\n\"a\": 1\r\n}}"))
+	f.Add(false, "Ce-Specversion: 1.0\nCe-Id: 1\nCe-Source: /c\nCe-Type: t\nContent-Type: application/json", []byte("{\n\"a\": 1}"))
+	f.Add(false, "", []byte(`{"run_id":"r"}`))
+	f.Fuzz(func(t *testing.T, delta bool, headers string, body []byte) {
+		m := &nats.Msg{Subject: "bub.events.s", Header: nats.Header{}, Data: body}
+		eachHeader(headers, m.Header.Add)
+		name, data := sseEvent(m, delta)
+		if name == "" || strings.ContainsAny(name, "\r\n") || strings.ContainsAny(string(data), "\r\n") {
+			t.Fatalf("event %q with data %q: not one line each", name, data)
+		}
+		switch {
+		case name == "error":
+		case delta:
+			var want bytes.Buffer
+			if name != "delta" || json.Compact(&want, body) != nil || string(data) != want.String() && string(data) != string(body) {
+				t.Fatalf("token delta rendered as %q %q", name, data)
+			}
+		default:
+			ev, err := events.Decode(http.Header{"Content-Type": {events.ContentTypeStructured}}, data)
+			if err != nil || ev.Type() != name {
+				t.Fatalf("lifecycle event %q rendered as %q, which decodes to %v, %v", body, data, ev.Type(), err)
+			}
 		}
 	})
 }

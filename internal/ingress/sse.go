@@ -1,7 +1,9 @@
 package ingress
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -38,7 +40,8 @@ func (s *Server) streamSession(w http.ResponseWriter, r *http.Request) {
 			_ = sub.Unsubscribe()
 		}
 	}()
-	for _, subject := range []string{s.gw.names.TokenStreamOf(session), s.gw.names.EventsOf(session)} {
+	tokens := s.gw.names.TokenStreamOf(session)
+	for _, subject := range []string{tokens, s.gw.names.EventsOf(session)} {
 		sub, err := s.gw.nc.ChanSubscribe(subject, msgs)
 		if err != nil {
 			writeError(w, http.StatusServiceUnavailable, "subscribe_failed", err.Error())
@@ -63,23 +66,55 @@ func (s *Server) streamSession(w http.ResponseWriter, r *http.Request) {
 		case <-keepAlive.C:
 			fmt.Fprint(w, ": keep-alive\n\n")
 		case m := <-msgs:
-			name, data := sseEvent(m)
+			name, data := sseEvent(m, m.Subject == tokens)
 			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, data)
 		}
 		flusher.Flush()
 	}
 }
 
-// sseEvent names and renders one NATS message for the SSE stream.
-func sseEvent(m *nats.Msg) (name string, data []byte) {
+// sseEvent names and renders one NATS message for the SSE stream: a
+// token delta (delta, from the token stream, never a CloudEvent) as the
+// JSON it is, a lifecycle event as a structured CloudEvent, and anything
+// else as an "error" event that says why. The data is one line, as SSE's
+// framing needs: JSON that spans lines (a publisher's pretty-printed
+// event data) is compacted.
+func sseEvent(m *nats.Msg, delta bool) (name string, data []byte) {
+	if delta {
+		if !json.Valid(m.Data) {
+			return sseError(m, errors.New("a token delta that is not JSON"))
+		}
+		return "delta", oneLine(m.Data)
+	}
 	ev, err := events.FromMsg(m)
 	if err != nil {
-		if json.Valid(m.Data) {
-			return "delta", m.Data
-		}
-		b, _ := json.Marshal(map[string]string{"error": err.Error(), "subject": m.Subject})
-		return "error", b
+		return sseError(m, err)
 	}
-	b, _ := ev.MarshalJSON()
-	return ev.Type(), b
+	b, err := ev.MarshalJSON()
+	if err == nil && !json.Valid(b) {
+		// sdk-go writes the data of a binary-mode event as it is: not
+		// JSON when the event's data is not, whatever its content type.
+		err = errors.New("its data is not JSON: it has no structured form")
+	}
+	if err != nil {
+		return sseError(m, err)
+	}
+	return ev.Type(), oneLine(b)
+}
+
+// oneLine returns valid JSON b without its line breaks: b itself when it
+// has none (Bub's own messages), else compacted.
+func oneLine(b []byte) []byte {
+	if !bytes.ContainsAny(b, "\r\n") {
+		return b
+	}
+	var c bytes.Buffer
+	_ = json.Compact(&c, b) // b is valid JSON: Compact cannot fail
+	return c.Bytes()
+}
+
+// sseError is the "error" event of message m: err and m's subject.
+func sseError(m *nats.Msg, err error) (name string, data []byte) {
+	b, _ := json.Marshal(map[string]string{"error": err.Error(), "subject": m.Subject})
+	return "error", b
 }
