@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	ce "github.com/cloudevents/sdk-go/v2/event"
@@ -72,7 +73,13 @@ func tail(ctx context.Context, nc *nats.Conn, subject string, asJSON bool, w io.
 				continue
 			}
 			if asJSON {
-				b, _ := json.Marshal(ev)
+				// json.Marshal compacts the event to one line and rejects
+				// one whose data is not the JSON its content type says.
+				b, err := json.Marshal(ev)
+				if err != nil {
+					fmt.Fprintf(w, "undecodable event on %s: %v\n", m.Subject, err)
+					continue
+				}
 				fmt.Fprintln(w, string(b))
 				continue
 			}
@@ -81,6 +88,10 @@ func tail(ctx context.Context, nc *nats.Conn, subject string, asJSON bool, w io.
 	}
 }
 
+// lineBreaks escapes the line breaks of an event's data, so that its
+// summary stays on the event's line.
+var lineBreaks = strings.NewReplacer("\r", `\r`, "\n", `\n`)
+
 // EventLine renders one event as a readable line:
 // time, session, run/seq, type and a short summary of its data.
 func EventLine(ev ce.Event) string {
@@ -88,7 +99,7 @@ func EventLine(ev ce.Event) string {
 	if len(run) > 8 {
 		run = run[len(run)-8:]
 	}
-	summary := string(ev.Data())
+	summary := lineBreaks.Replace(string(ev.Data()))
 	if len(summary) > 160 {
 		summary = summary[:157] + "..."
 	}
