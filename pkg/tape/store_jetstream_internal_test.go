@@ -345,6 +345,9 @@ type lossyJS struct {
 	jetstream.JetStream
 	subject string
 	lose    atomic.Bool
+	// onLoss, when set, runs once the lost message is stored, before its
+	// sender waits for the answer that never comes.
+	onLoss func()
 }
 
 // lostAck is a publish whose answer never comes.
@@ -361,6 +364,9 @@ func (j *lossyJS) PublishMsgAsync(m *nats.Msg, opts ...jetstream.PublishOpt) (je
 		case <-f.Ok():
 		case err := <-f.Err():
 			return nil, err
+		}
+		if j.onLoss != nil {
+			j.onLoss()
 		}
 		return lostAck{m}, nil
 	}
@@ -388,6 +394,140 @@ func TestJetStreamAppendWhoseIndexAnswerWasLost(t *testing.T) {
 		t.Fatal("no index answer was lost")
 	}
 	wantContents(t, s, "t", "1:a", "2:b")
+}
+
+// TestJetStreamBatchWhoseAnswerWasLostUnderAnotherCommit: on a 3-server
+// cluster an append's atomic batch is stored but its acknowledgement is
+// lost, and another writer (another store, on its own connection) commits
+// on top of it before the batch goes out again with the same ids. The
+// stream answers that as a duplicate with the tape's subject no longer
+// ending where the batch expected: the append must find its batch
+// committed and return its entries as stored, never store them a second
+// time under new ids; with or without a commit id.
+func TestJetStreamBatchWhoseAnswerWasLostUnderAnotherCommit(t *testing.T) {
+	f := newClusterFixture(t, natstest.StartCluster(t, 3))
+	s, other := f.store(t), f.store(t)
+	if !s.atomic {
+		t.Fatal("no atomic batches on the cluster")
+	}
+	ctx := t.Context()
+	for i, o := range []appendOptions{{commitID: "run-1"}, {}} {
+		tape := fmt.Sprintf("t%d", i)
+		if _, err := s.Append(ctx, tape, []Entry{userMsg("first")}); err != nil {
+			t.Fatal(err)
+		}
+		ix, err := s.Index(ctx, tape)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := s.newWriter(tape, []Entry{userMsg("a"), userMsg("b")}, o)
+		w.rev = ix.Revision
+		stored, err := numberEntries(w.entries, ix.LastID+1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if nx, err := w.write(ctx, ix, stored); err != nil || nx.Revision == 0 {
+			t.Fatalf("first commit: %+v, %v", nx, err)
+		}
+		// Its answer is lost; meanwhile another writer commits.
+		if _, err := other.Append(ctx, tape, []Entry{userMsg("c")}); err != nil {
+			t.Fatal(err)
+		}
+		// The batch again (sendBatch's retry), then the attempts Append
+		// makes after one that asks to start over.
+		_, err = w.write(ctx, ix, stored)
+		got := stored
+		for n := 0; (errors.Is(err, errRetry) || errors.Is(err, errWait)) && n < maxAppendAttempts; n++ {
+			got, err = w.attempt(ctx)
+		}
+		if err != nil || !slices.Equal(contents(t, got), []string{"2:a", "3:b"}) {
+			t.Fatalf("%+v: the append returned %q, %v; want its committed entries 2:a, 3:b", o, contents(t, got), err)
+		}
+		wantContents(t, s, tape, "1:first", "2:a", "3:b", "4:c")
+	}
+}
+
+// TestJetStreamIndexWhoseAnswerWasLostUnderAnotherCommit: on one server
+// an append's index is stored but not acknowledged, and another writer
+// commits on top of it before the index goes out again, which then fails
+// the compare-and-set against the other writer's index. The append must
+// find its entries committed, not store them a second time; with or
+// without a commit id.
+func TestJetStreamIndexWhoseAnswerWasLostUnderAnotherCommit(t *testing.T) {
+	f := newFixture(t)
+	_, js := f.srv.JetStream(t)
+	lossy := &lossyJS{JetStream: js}
+	s, err := NewJetStreamStore(t.Context(), lossy, f.names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := f.store(t)
+	ctx := t.Context()
+	for i, opts := range [][]AppendOption{{WithCommitID("run-1")}, nil} {
+		tape := fmt.Sprintf("t%d", i)
+		var otherErr error
+		lossy.subject = f.names.TapeIndex(tape)
+		lossy.onLoss = func() { _, otherErr = other.Append(ctx, tape, []Entry{userMsg("c")}) }
+		lossy.lose.Store(true)
+		got, err := s.Append(ctx, tape, []Entry{userMsg("a"), userMsg("b")}, opts...)
+		if otherErr != nil {
+			t.Fatal(otherErr)
+		}
+		if lossy.lose.Load() {
+			t.Fatal("no index answer was lost")
+		}
+		if err != nil || !slices.Equal(contents(t, got), []string{"1:a", "2:b"}) {
+			t.Fatalf("%v: the append returned %q, %v; want its committed entries 1:a, 2:b", opts, contents(t, got), err)
+		}
+		wantContents(t, s, tape, "1:a", "2:b", "3:c")
+	}
+}
+
+// staleTail answers the next read of the last message of subject with
+// last, as a replica that has not stored what came after it yet would.
+type staleTail struct {
+	jetstream.Stream
+	subject string
+	last    *jetstream.RawStreamMsg
+	stale   atomic.Bool
+}
+
+func (s *staleTail) GetLastMsgForSubject(ctx context.Context, subject string) (*jetstream.RawStreamMsg, error) {
+	if subject == s.subject && s.stale.CompareAndSwap(true, false) {
+		return s.last, nil
+	}
+	return s.Stream.GetLastMsgForSubject(ctx, subject)
+}
+
+// TestJetStreamBatchMeetingItsOrphansOnALaggingReplica: on a 3-server
+// cluster a commit retried after a crash sends its atomic batch, which
+// the stream rejects as a duplicate of the crashed chain's orphans; the
+// replica asked for the tape's last entry lags and answers the tail the
+// batch expected. That answer must not pass for the batch being stored:
+// the append adopts the orphans and commits, never returns as committed
+// a commit it did not store.
+func TestJetStreamBatchMeetingItsOrphansOnALaggingReplica(t *testing.T) {
+	s := newClusterFixture(t, natstest.StartCluster(t, 3)).store(t)
+	ctx := t.Context()
+	if _, err := s.Append(ctx, "t", []Entry{userMsg("first")}); err != nil {
+		t.Fatal(err)
+	}
+	last, err := s.stream.GetLastMsgForSubject(ctx, s.names.Tape("t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	crash(t, s, "t", []Entry{userMsg("a"), userMsg("b"), userMsg("c")}, 2, WithCommitID("run-1"))
+	lagging := &staleTail{Stream: s.stream, subject: s.names.Tape("t"), last: last}
+	lagging.stale.Store(true)
+	s.stream = lagging
+	got, err := s.Append(ctx, "t", []Entry{userMsg("a"), userMsg("b"), userMsg("c")}, WithCommitID("run-1"))
+	if err != nil || !slices.Equal(contents(t, got), []string{"2:a", "3:b", "4:c"}) {
+		t.Fatalf("the append returned %q, %v", contents(t, got), err)
+	}
+	if lagging.stale.Load() {
+		t.Fatal("the tail was never read")
+	}
+	wantContents(t, s, "t", "1:first", "2:a", "3:b", "4:c")
 }
 
 // TestJetStreamWritersOnTwoConnectionsNeverInterleave: two stores append

@@ -214,8 +214,18 @@ func (w *writer) sendChain(ctx context.Context, ix Index, stored []Entry, adopte
 	if err != nil {
 		return Index{}, err
 	}
-	nx := ix.next(stored, append(adopted, seqs...), w.o)
+	positions := append(adopted, seqs...)
+	nx := ix.next(stored, positions, w.o)
 	if nx.Revision, err = w.s.putIndex(ctx, nx, w.rev, w.msgID("index")); err != nil {
+		// The index lost its compare-and-set: another writer fenced this
+		// commit, or an attempt of the index was stored although its
+		// answer got lost and another writer committed after it before
+		// the retry (see landed).
+		if errors.Is(err, errRetry) && len(stored) > 0 {
+			if ok, lerr := w.landed(ctx, positions[0], positions[len(positions)-1], stored); lerr != nil || ok {
+				return Index{}, lerr
+			}
+		}
 		return Index{}, err
 	}
 	return nx, nil
@@ -228,9 +238,9 @@ func (w *writer) sendChain(ctx context.Context, ix Index, stored []Entry, adopte
 // once it is stored, so the index names them 0 (see [Index.resolve]). A
 // batch whose acknowledgement was lost is sent again with the same
 // message ids: when the first one was stored the stream rejects the
-// second as a duplicate, which, with the subject's tail where the batch
-// expected it, tells the writer that its batch is committed, at positions
-// it no longer knows (the index returned has no revision then).
+// second as a duplicate, and the writer looks for its batch after the
+// tail it expected (see landed), even when another writer committed
+// after it meanwhile; the index returned has no revision then.
 func (w *writer) sendBatch(ctx context.Context, ix Index, stored []Entry, adopted []uint64, tail uint64) (Index, error) {
 	s := w.s
 	fresh := stored[len(adopted):]
@@ -273,20 +283,78 @@ func (w *writer) sendBatch(ctx context.Context, ix Index, stored []Entry, adopte
 	if !dup && !isWrongLastSeq(err) {
 		return Index{}, fmt.Errorf("publishing: %w", err)
 	}
-	// The server checks message ids before the expected sequences, so a
-	// duplicate may also be an orphan of this commit that a checked
-	// chain left: the tail tells them apart, and a moved tail needs a
-	// repair, which adopts such orphans.
+	if dup && len(fresh) == 0 {
+		// Only the index can be the duplicate: an attempt of this batch
+		// stored it, and with it won the compare-and-set.
+		return Index{}, nil
+	}
+	if dup {
+		// The server checks message ids before the expected sequences,
+		// so the duplicate is this batch, stored by an attempt whose
+		// answer got lost, or an orphan of this commit that a checked
+		// chain left, which a repair adopts. The subject's last
+		// sequence cannot tell them apart: a replica that lags may
+		// answer the tail the batch expected although the batch is
+		// stored, or orphans are. A batch is stored consecutively, so
+		// its first entry right after that tail locates all of it.
+		m, err := s.stream.GetMsg(ctx, tail+1, jetstream.WithGetMsgSubject(w.subj))
+		if err == nil && m.Header.Get(subjects.HeaderMsgID) == w.entryID(fresh[0]) {
+			first := m.Sequence
+			if len(adopted) > 0 {
+				first = adopted[0]
+			}
+			if ok, err := w.landed(ctx, first, m.Sequence+uint64(len(fresh))-1, stored); err != nil || ok {
+				return Index{}, err
+			}
+		}
+		return Index{}, errTail
+	}
 	last, err := s.lastSeq(ctx, w.subj)
 	switch {
 	case err != nil:
 		return Index{}, err
 	case last != tail:
 		return Index{}, errTail
-	case dup:
-		return Index{}, nil // this batch, stored before
 	}
 	return Index{}, errRetry // the index moved: another writer committed
+}
+
+// landed reports whether stored, this commit's entries, stored at stream
+// sequences first through last, are committed, and then replaces them
+// with the entries read from there. An append has to find out when an
+// attempt of it was stored although its answer got lost and another
+// writer committed after it before the retry: the retry then fails as if
+// it had lost to that writer, and starting over would store the commit a
+// second time under new ids (without a commit id nothing else tells).
+// Any replica may answer the reads and one that lags answers an older
+// state, so only facts that stay true once seen count: the tape's next
+// entry expected the subject to end at last (a writer's first entry
+// expects the last committed entry of its index, and no writer but this
+// commit's continues after its entries), or an index ends at last (an
+// index names only committed positions; a fence publishes the index it
+// fences again).
+func (w *writer) landed(ctx context.Context, first, last uint64, stored []Entry) (bool, error) {
+	s := w.s
+	m, err := s.stream.GetMsg(ctx, last, jetstream.WithGetMsgSubject(w.subj))
+	if err != nil || m.Sequence != last || m.Header.Get(subjects.HeaderMsgID) != w.entryID(stored[len(stored)-1]) {
+		return false, nil
+	}
+	next, err := s.stream.GetMsg(ctx, last+1, jetstream.WithGetMsgSubject(w.subj))
+	if err != nil || next.Header.Get(jetstream.ExpectedLastSubjSeqHeader) != strconv.FormatUint(last, 10) {
+		ix, err := s.Index(ctx, w.tape)
+		if err != nil || ix.Entries == 0 || ix.Seq != last {
+			return false, err
+		}
+	}
+	got, err := s.readCommitted(ctx, Index{Tape: w.tape, Seq: last}, first, stored[0].ID, int64(len(stored)))
+	if errors.Is(err, errRetry) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	copy(stored, got)
+	return true, nil
 }
 
 // putIndex publishes ix, whose positions are all known, if the tape's
