@@ -1,36 +1,17 @@
 package bubcmd
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/bubbus/bub/internal/natstest"
+	"github.com/bubbus/bub/internal/proctest"
 )
-
-// syncBuffer is a bytes.Buffer safe for one writer and one reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestTailPrintsOneLinePerEvent: `bub events` prints each message on one
 // line, in both forms, whatever its publisher did: data spanning lines is
@@ -49,7 +30,7 @@ func TestTailPrintsOneLinePerEvent(t *testing.T) {
 			Data: []byte("A")},
 	}
 	for _, asJSON := range []bool{false, true} {
-		var out syncBuffer
+		var out proctest.Buffer
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)
 		go func() { done <- tail(ctx, nc, "bub.events.>", asJSON, &out) }()
