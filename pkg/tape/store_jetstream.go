@@ -85,7 +85,12 @@ import (
 // answer those, and a lagging one answers fewer entries than the index
 // calls committed: the rest is read from the stream leader through a
 // short-lived ephemeral consumer filtered on the tape subject, started at
-// that sequence and deleted afterwards. A stream without direct gets is
+// that sequence and deleted afterwards. One that has not applied the
+// deletes of a fence yet may answer the orphans it deleted, which carry
+// the ids of the entries that replaced them: an entry read away from the
+// position the index names for it makes the read start over after a
+// pause, and is never cached (see readCommitted for what this misses).
+// A stream without direct gets is
 // read from the leader only: up to a few messages with one message get
 // each, more through such a consumer. Index reads (direct gets too) may be
 // stale, so the store retries an index older than one it has already
@@ -293,14 +298,24 @@ func (s *JetStreamStore) lock(tape string) *sync.Mutex {
 
 // Fetch implements [Reader].
 func (s *JetStreamStore) Fetch(ctx context.Context, tape string, q Query) ([]Entry, error) {
-	for range maxReadAttempts {
+	// A read of the entries may meet a tape that changed meanwhile (a
+	// reset) or a replica that lags (see readCommitted): read the index
+	// and the entries again after a growing pause.
+	// The first time at once: a tape that changed is read whole then.
+	pause := 25 * time.Millisecond
+	for attempt := range 2 * maxReadAttempts {
+		if attempt > 1 {
+			if err := sleep(ctx, &pause); err != nil {
+				return nil, fmt.Errorf("reading tape %q: %w", tape, err)
+			}
+		}
 		ix, err := s.Index(ctx, tape)
 		if err != nil {
 			return nil, err
 		}
 		window, err := s.window(ctx, ix, q)
 		if errors.Is(err, errRetry) {
-			continue // the tape changed while we read it
+			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("reading tape %q: %w", tape, err)
@@ -348,8 +363,18 @@ func (s *JetStreamStore) window(ctx context.Context, ix Index, q Query) ([]Entry
 }
 
 // readCommitted reads count committed entries starting at stream sequence
-// start with entry id firstID, checking that the ids follow each other:
-// those the cache holds from there, then the rest from the stream.
+// start, where ix commits the entry with id firstID: those the cache
+// holds from there, then the rest from the stream. It checks that the ids
+// follow each other and that every entry whose position ix names
+// (knownSeq, and start for firstID) is read there; otherwise the read met a replica that lags
+// and it returns errRetry, caching nothing. Ids alone do not tell: the
+// orphans a writer fenced and deleted lie inside the next index's range
+// and carry the ids of the entries that replaced them, and a replica that
+// has not applied the deletes yet serves them. The positions catch them
+// when the read reaches the index's last entry, starts at the tape's
+// first entry or an anchor, or meets the first or last entry of a
+// remembered commit; they miss a read that ends inside a commit without
+// commit id, such as a limited one.
 func (s *JetStreamStore) readCommitted(ctx context.Context, ix Index, start uint64, firstID, count int64) ([]Entry, error) {
 	if count <= 0 {
 		return nil, nil
@@ -368,6 +393,13 @@ func (s *JetStreamStore) readCommitted(ctx context.Context, ix Index, start uint
 		e, ok := decodeMessage(data)
 		if !ok || e.ID != next+int64(len(read)) {
 			return errRetry
+		}
+		want, known := ix.knownSeq(e.ID)
+		if e.ID == firstID {
+			want, known = start, true
+		}
+		if known && want != seq {
+			return errRetry // a replica serves an entry that is gone
 		}
 		read = append(read, cachedEntry{seq: seq, entry: e, size: len(data)})
 		return nil
@@ -388,6 +420,36 @@ func (s *JetStreamStore) readCommitted(ctx context.Context, ix Index, start uint
 		return nil, errRetry
 	}
 	return append(cached, s.cache.put(ix.Tape, last, read)...), nil
+}
+
+// knownSeq returns the stream sequence at which ix puts entry id, when ix
+// names it: its last entry's (Seq), entry 1's (FirstSeq), its anchors',
+// and the first and last ones of its remembered commits'. Positions it
+// does not know (0) are not named. It allocates nothing: it runs for
+// every entry a read takes from the stream.
+func (ix Index) knownSeq(id int64) (uint64, bool) {
+	seq := uint64(0)
+	switch {
+	case id == ix.LastID:
+		seq = ix.Seq
+	case id == 1 && ix.Entries > 0:
+		seq = ix.FirstSeq
+	}
+	for _, a := range ix.RecentAnchors {
+		if seq == 0 && a.ID == id {
+			seq = a.Seq
+		}
+	}
+	for _, c := range ix.Commits {
+		if seq == 0 && c.Count > 0 {
+			if c.FirstID == id {
+				seq = c.FirstSeq
+			} else if c.FirstID+int64(c.Count)-1 == id {
+				seq = c.LastSeq
+			}
+		}
+	}
+	return seq, seq > 0
 }
 
 // scan calls fn for each message of subj with start <= sequence <= end, in

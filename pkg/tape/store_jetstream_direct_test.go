@@ -1,12 +1,19 @@
 package tape
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/bubbus/bub/pkg/jsretry"
 	"github.com/bubbus/bub/pkg/subjects"
@@ -184,5 +191,165 @@ func TestJetStreamReadsAStreamWithoutDirectGets(t *testing.T) {
 		if n := len(entries); n != 20 && n != 3 {
 			t.Fatalf("%d entries", n)
 		}
+	}
+}
+
+// directSnapshot records the answer of the stream's direct gets to a
+// batched direct get of every message of tape's subject: the messages
+// and the end-of-batch status, as a replica that stops applying the
+// stream now would keep answering.
+func directSnapshot(t *testing.T, nc *nats.Conn, s *JetStreamStore, tape string) (msgs []*nats.Msg, eob *nats.Msg) {
+	t.Helper()
+	req, _ := json.Marshal(directRequest{Seq: 1, NextFor: s.names.Tape(tape), Batch: 1000})
+	inbox := nats.NewInbox()
+	answers, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer answers.Unsubscribe()
+	if err := nc.PublishRequest(s.directSubject, inbox, req); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		a, err := answers.NextMsg(jsretry.ReadAttempt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Header.Get(subjects.HeaderStatus) != "" {
+			return msgs, a
+		}
+		msgs = append(msgs, a)
+	}
+}
+
+// laggingReplica answers the batched direct gets sent to subject: the
+// first stale ones (all when stale < 0) from the snapshot msgs, eob, the
+// rest by passing them on to the stream's direct gets at real. It returns
+// the number of requests answered so far.
+func laggingReplica(t *testing.T, nc *nats.Conn, subject, real string, stale int, msgs []*nats.Msg, eob *nats.Msg) func() int64 {
+	t.Helper()
+	var n atomic.Int64
+	reply := func(to string, a *nats.Msg) {
+		if err := nc.PublishMsg(&nats.Msg{Subject: to, Header: a.Header, Data: a.Data}); err != nil {
+			t.Error(err)
+		}
+	}
+	sub, err := nc.Subscribe(subject, func(m *nats.Msg) {
+		var req directRequest
+		if err := json.Unmarshal(m.Data, &req); err != nil {
+			t.Error(err)
+			return
+		}
+		if k := n.Add(1); stale < 0 || k <= int64(stale) {
+			sent := 0
+			for _, a := range msgs {
+				seq, _ := strconv.ParseUint(a.Header.Get(jetstream.SequenceHeader), 10, 64)
+				if seq >= req.Seq && sent < req.Batch {
+					reply(m.Reply, a)
+					sent++
+				}
+			}
+			reply(m.Reply, eob)
+			return
+		}
+		inbox := nats.NewInbox()
+		answers, _ := nc.SubscribeSync(inbox)
+		defer answers.Unsubscribe()
+		_ = nc.PublishRequest(real, inbox, m.Data)
+		for {
+			a, err := answers.NextMsg(jsretry.ReadAttempt)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			reply(m.Reply, a)
+			if a.Header.Get(subjects.HeaderStatus) != "" {
+				return
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return n.Load
+}
+
+// TestJetStreamNeverReadsFencedOrphansFromALaggingReplica: the orphans a
+// writer fenced and deleted lie inside the range the next index commits
+// and carry the ids of the entries that replaced them. A replica that has
+// not applied the deletes yet (here a responder replaying the direct gets
+// of a snapshot taken before the fence) answers them with the right ids
+// and count, but not at the positions the index names: the read is stale,
+// read again after a pause, and never cached.
+func TestJetStreamNeverReadsFencedOrphansFromALaggingReplica(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		opts []AppendOption // of the commit over the orphans
+		q    Query
+		want []string
+	}{
+		// the read ends at the index's last entry
+		{"whole tape", nil, All(), []string{"1:first", "2:b", "3:c"}},
+		// the read meets the first entry of a remembered commit
+		{"limited read of a commit with an id", []AppendOption{WithCommitID("run-b")}, All().Limit(2), []string{"1:first", "2:b"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			s := f.store(t, WithOrphanGrace(0))
+			ctx := t.Context()
+			if _, err := s.Append(ctx, "t", []Entry{userMsg("first")}); err != nil {
+				t.Fatal(err)
+			}
+			crash(t, s, "t", []Entry{userMsg("x"), userMsg("y"), userMsg("z")}, 3, WithCommitID("run-x"))
+			nc, _ := f.srv.JetStream(t)
+			msgs, eob := directSnapshot(t, nc, s, "t")
+			if len(msgs) != 4 {
+				t.Fatalf("snapshot of %d messages, want the committed one and 3 orphans", len(msgs))
+			}
+			if _, err := f.store(t, WithOrphanGrace(0)).Append(ctx, "t", []Entry{userMsg("b"), userMsg("c")}, c.opts...); err != nil {
+				t.Fatal(err)
+			}
+			if n := subjectMessages(t, s, "t"); n != 3 {
+				t.Fatalf("%d messages on the tape subject, want the orphans deleted", n)
+			}
+
+			// A replica that catches up after its first answer.
+			r := f.store(t)
+			real := r.directSubject
+			r.directSubject = "lagging.once"
+			requests := laggingReplica(t, nc, r.directSubject, real, 1, msgs, eob)
+			got, err := r.Fetch(ctx, "t", c.q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g := contents(t, got); !slices.Equal(g, c.want) {
+				t.Fatalf("read %q, want %q", g, c.want)
+			}
+			if n := requests(); n < 2 {
+				t.Fatalf("%d direct gets, want the stale answer and another", n)
+			}
+
+			// A replica that never catches up: no answer, nothing cached.
+			r = f.store(t)
+			r.directSubject = "lagging.always"
+			laggingReplica(t, nc, r.directSubject, real, -1, msgs, eob)
+			short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+			defer cancel()
+			got, err = r.Fetch(short, "t", c.q)
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("read %q, %v; want no read before the deadline", contents(t, got), err)
+			}
+			ix, err := r.Index(ctx, "t")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cached, _ := r.cache.get("t", ix.FirstSeq, 1, ix.Entries); len(cached) != 0 {
+				t.Fatalf("cached %q", contents(t, cached))
+			}
+		})
 	}
 }
