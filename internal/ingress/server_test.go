@@ -1,6 +1,7 @@
 package ingress_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -310,5 +311,64 @@ func TestShutdownEndsEventStreams(t *testing.T) {
 	}
 	if _, err := io.ReadAll(resp.Body); err != nil {
 		t.Fatalf("the stream did not end cleanly: %v", err)
+	}
+}
+
+// TestEventStreamCarriesDeltasAndEvents reads GET
+// /v1/sessions/{s}/events: a token delta of any run of the session is a
+// "delta" event with the delta as data, a lifecycle event is named by its
+// type with the structured event as data, and a foreign message on the
+// events subject is an "error" event; another session's are not sent.
+func TestEventStreamCarriesDeltasAndEvents(t *testing.T) {
+	f := setup(t, ingress.Config{})
+	resp, err := http.Get(f.srv.URL + "/v1/sessions/s1/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	lines := bufio.NewScanner(resp.Body)
+	if !lines.Scan() || !strings.HasPrefix(lines.Text(), ": streaming session") {
+		t.Fatalf("first line %q", lines.Text())
+	}
+	ev, err := events.New(events.TypeEnvelopeOutbound, events.Attrs{Source: "/bub/worker/test", SessionID: "s1"}, envelope.Envelope{ID: "m/0", Content: "reply"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := events.ToMsg(f.names.Event("s1", "envelope.outbound"), ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	delta := `{"run_id":"r1","seq":1,"kind":"text","text":"hel"}`
+	for _, msg := range []*nats.Msg{
+		{Subject: f.names.TokenStream("s2", "r9"), Data: []byte(`{"other":"session"}`)},
+		{Subject: f.names.TokenStream("s1", "r1"), Data: []byte(delta)},
+		m,
+		{Subject: f.names.Event("s1", "x"), Data: []byte("not an event")},
+	} {
+		if err := f.nc.PublishMsg(msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := [][2]string{{"delta", delta}, {ev.Type(), ""}, {"error", ""}}
+	for i := 0; i < len(want); {
+		if !lines.Scan() {
+			t.Fatalf("stream ended: %v", lines.Err())
+		}
+		name, ok := strings.CutPrefix(lines.Text(), "event: ")
+		if !ok {
+			continue
+		}
+		lines.Scan()
+		data, _ := strings.CutPrefix(lines.Text(), "data: ")
+		if name != want[i][0] || want[i][1] != "" && data != want[i][1] {
+			t.Fatalf("event %d: %q %s, want %q %s", i, name, data, want[i][0], want[i][1])
+		}
+		if name == ev.Type() {
+			got, err := events.Decode(http.Header{"Content-Type": {events.ContentTypeStructured}}, []byte(data))
+			if err != nil || got.ID() != ev.ID() {
+				t.Fatalf("lifecycle event data %s: %v", data, err)
+			}
+		}
+		i++
 	}
 }

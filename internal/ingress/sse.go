@@ -40,8 +40,7 @@ func (s *Server) streamSession(w http.ResponseWriter, r *http.Request) {
 			_ = sub.Unsubscribe()
 		}
 	}()
-	tokens := s.gw.names.TokenStreamOf(session)
-	for _, subject := range []string{tokens, s.gw.names.EventsOf(session)} {
+	for _, subject := range []string{s.gw.names.TokenStreamOf(session), s.gw.names.EventsOf(session)} {
 		sub, err := s.gw.nc.ChanSubscribe(subject, msgs)
 		if err != nil {
 			writeError(w, http.StatusServiceUnavailable, "subscribe_failed", err.Error())
@@ -66,7 +65,7 @@ func (s *Server) streamSession(w http.ResponseWriter, r *http.Request) {
 		case <-keepAlive.C:
 			fmt.Fprint(w, ": keep-alive\n\n")
 		case m := <-msgs:
-			name, data := sseEvent(m, m.Subject == tokens)
+			name, data := sseEvent(m, m.Sub == subs[0]) // the token stream's
 			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, data)
 		}
 		flusher.Flush()
