@@ -3,7 +3,6 @@ package remote
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -99,7 +98,13 @@ func appendValue(b []byte, v any) ([]byte, error) {
 			return append(b, "null"...), nil
 		}
 		b = append(b, '{')
-		for i, k := range slices.Sorted(maps.Keys(v)) {
+		// Sorted keys, on the stack for the small maps a hop carries.
+		keys := make([]string, 0, 8)
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for i, k := range keys {
 			if i > 0 {
 				b = append(b, ',')
 			}
