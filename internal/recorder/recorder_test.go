@@ -253,6 +253,11 @@ func TestIdleRunIsInterrupted(t *testing.T) {
 	if got := kinds(entries); got != "event:run.interrupted" {
 		t.Fatalf("tape = %s", got)
 	}
+	// The run's held events are acknowledged with the marker's commit, not
+	// left to come back after the ack wait.
+	f.waitRecorderConsumer(t, 5*time.Second, func(info *jetstream.ConsumerInfo) (bool, string) {
+		return info.NumAckPending == 0 && info.NumPending == 0, fmt.Sprintf("ack pending %d, pending %d, want 0", info.NumAckPending, info.NumPending)
+	})
 }
 
 // TestRecorderRestartMidRun stops the recorder while a run is half

@@ -409,9 +409,9 @@ func (l *lane) interrupt(ctx context.Context, rn *run, reason, supersededBy stri
 	for _, it := range rn.items {
 		stream = max(stream, it.stream)
 	}
+	msgs := rn.heldMsgs() // before the marker replaces the items holding them
 	rn.items = []item{{stream: stream, batch: taperec.Batch{Entries: []tape.Entry{e}}, msg: nil}}
 	rn.interrupted = true
-	msgs := rn.heldMsgs()
 	l.r.log.Warn("recorder.run_interrupted", "run", rn.id, "session", rn.session, "reason", reason)
 	l.commitWith(ctx, rn, msgs)
 }
