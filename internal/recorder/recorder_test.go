@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/bubbus/bub/internal/dlq"
 	"github.com/bubbus/bub/internal/natstest"
 	"github.com/bubbus/bub/internal/natsx"
 	"github.com/bubbus/bub/internal/recorder"
@@ -427,4 +428,35 @@ func (f *fixture) waitRecorderConsumer(t *testing.T, d time.Duration, ok func(*j
 		}
 		return ok(info)
 	})
+}
+
+// TestOverlongSessionIsDeadLettered: an event whose CloudEvent subject
+// (the session, which names a tape subject) is longer than a name may be
+// is dead-lettered as invalid_envelope with the reason, instead of making
+// the recorder send a subject the server refuses, which closes the
+// connection every session's commits share; the next run is recorded.
+func TestOverlongSessionIsDeadLettered(t *testing.T) {
+	f := setup(t)
+	f.startRecorder(t, recorder.Config{})
+	long := strings.Repeat("a", 5000)
+	body := `{"specversion":"1.0","id":"long-1","source":"/x","type":"dev.bub.tape.event.v1","subject":"` + long + `","datacontenttype":"application/json","data":{"name":"note","data":{}}}`
+	if _, err := f.js.Publish(t.Context(), f.names.Event("s7", "tape.event"), []byte(body)); err != nil {
+		t.Fatal(err)
+	}
+	cons, err := f.js.CreateConsumer(t.Context(), f.names.DLQStream(), jetstream.ConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := cons.Next(jetstream.FetchMaxWait(10 * time.Second))
+	if err != nil {
+		t.Fatalf("no dead letter: %v", err)
+	}
+	if reason, cause := m.Headers().Get(subjects.HeaderDLQReason), m.Headers().Get(subjects.HeaderDLQError); reason != dlq.ReasonInvalid || !strings.Contains(cause, "5000 bytes") {
+		t.Fatalf("dead letter %q: %q", reason, cause)
+	}
+	r := newRun("s8", "env-8", 1, "hi", "hello")
+	f.publish(t, r, []int{0, 1, 2, 3, 4}, map[int]string{}, false)
+	if got := kinds(f.settled(t, "s8")); got != oneRun {
+		t.Fatalf("tape after the dead letter = %s\nwant  %s", got, oneRun)
+	}
 }

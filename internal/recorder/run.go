@@ -13,6 +13,7 @@ import (
 
 	"github.com/bubbus/bub/internal/dlq"
 	"github.com/bubbus/bub/internal/telemetry"
+	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/events"
 	"github.com/bubbus/bub/pkg/tape"
 	"github.com/bubbus/bub/pkg/taperec"
@@ -130,6 +131,12 @@ func (l *lane) handle(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 	runID, session := events.RunID(ev), events.SessionID(ev)
+	if err := envelope.CheckName("session", session); err != nil {
+		// It names the tape's subjects: one past the server's control
+		// line would close the connection every lane commits through.
+		l.reject(ctx, msg, dlq.ReasonInvalid, err)
+		return
+	}
 	if strings.HasPrefix(session, tools.TempSessionPrefix) {
 		_ = msg.Ack() // temporary sessions (subagents) are never recorded
 		return
