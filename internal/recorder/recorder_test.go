@@ -443,6 +443,18 @@ func TestOverlongSessionIsDeadLettered(t *testing.T) {
 	if _, err := f.js.Publish(t.Context(), f.names.Event("s7", "tape.event"), []byte(body)); err != nil {
 		t.Fatal(err)
 	}
+	f.wantDeadLetter(t, dlq.ReasonInvalid, "5000 bytes")
+	r := newRun("s8", "env-8", 1, "hi", "hello")
+	f.publish(t, r, []int{0, 1, 2, 3, 4}, map[int]string{}, false)
+	if got := kinds(f.settled(t, "s8")); got != oneRun {
+		t.Fatalf("tape after the dead letter = %s\nwant  %s", got, oneRun)
+	}
+}
+
+// wantDeadLetter waits for the first dead letter and checks its reason
+// and that its error contains cause.
+func (f *fixture) wantDeadLetter(t *testing.T, reason, cause string) {
+	t.Helper()
 	cons, err := f.js.CreateConsumer(t.Context(), f.names.DLQStream(), jetstream.ConsumerConfig{})
 	if err != nil {
 		t.Fatal(err)
@@ -451,12 +463,29 @@ func TestOverlongSessionIsDeadLettered(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no dead letter: %v", err)
 	}
-	if reason, cause := m.Headers().Get(subjects.HeaderDLQReason), m.Headers().Get(subjects.HeaderDLQError); reason != dlq.ReasonInvalid || !strings.Contains(cause, "5000 bytes") {
-		t.Fatalf("dead letter %q: %q", reason, cause)
+	if got, err := m.Headers().Get(subjects.HeaderDLQReason), m.Headers().Get(subjects.HeaderDLQError); got != reason || !strings.Contains(err, cause) {
+		t.Fatalf("dead letter %q: %q; want %q with %q", got, err, reason, cause)
 	}
-	r := newRun("s8", "env-8", 1, "hi", "hello")
-	f.publish(t, r, []int{0, 1, 2, 3, 4}, map[int]string{}, false)
-	if got := kinds(f.settled(t, "s8")); got != oneRun {
-		t.Fatalf("tape after the dead letter = %s\nwant  %s", got, oneRun)
+}
+
+// TestRunEventWithoutSeqIsDeadLettered: an event of a run carries the
+// run's seq (1, 2, 3, …), by which the recorder orders the run and knows
+// it complete. One without it, or with one below 1, is dead-lettered as
+// invalid_envelope: before, a run.finished with seq -1 committed the run
+// at once, half of it, and its later events were acknowledged and lost.
+func TestRunEventWithoutSeqIsDeadLettered(t *testing.T) {
+	f := setup(t)
+	f.startRecorder(t, recorder.Config{})
+	r := newRun("s9", "env-9", 1, "hi", "hello")
+	ids := map[int]string{}
+	f.publish(t, r, []int{0}, ids, false)
+	bogus := `{"specversion":"1.0","id":"fin-1","source":"/x","type":"dev.bub.run.finished.v1","subject":"s9","runid":"` + r.id + `","seq":-1,"datacontenttype":"application/json","data":{"status":"ok","steps":1}}`
+	if _, err := f.js.Publish(t.Context(), f.names.Event("s9", "run.finished"), []byte(bogus)); err != nil {
+		t.Fatal(err)
+	}
+	f.wantDeadLetter(t, dlq.ReasonInvalid, "seq")
+	f.publish(t, r, []int{1, 2, 3, 4}, ids, false)
+	if got := kinds(f.settled(t, "s9")); got != oneRun {
+		t.Fatalf("tape = %s\nwant  %s", got, oneRun)
 	}
 }

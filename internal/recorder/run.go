@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -150,6 +151,12 @@ func (l *lane) handle(ctx context.Context, msg jetstream.Msg) {
 			return
 		}
 		_ = msg.Ack()
+		return
+	}
+	if seq := events.Seq(ev); seq < 1 {
+		// The bridge numbers every event of a run from 1: the recorder
+		// orders the run by it and knows it complete by it.
+		l.reject(ctx, msg, dlq.ReasonInvalid, fmt.Errorf("event of run %q with seq %d, not 1 or more", runID, seq))
 		return
 	}
 	if done, _ := l.done.get(runID); done {
