@@ -78,6 +78,17 @@ func (b Backoff) Do(ctx context.Context, deadline time.Time, onRetry func(attemp
 	}
 }
 
+// Sleep waits [Backoff.Wait](n), or until ctx ends, and then returns
+// ctx's error.
+func (b Backoff) Sleep(ctx context.Context, n int) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(b.Wait(n)):
+		return nil
+	}
+}
+
 // Wait is the jittered wait after failed attempt n (1 = the first):
 // First doubled n-1 times, at most Max, times 0.5–1.5.
 func (b Backoff) Wait(n int) time.Duration {

@@ -73,3 +73,19 @@ func TestWait(t *testing.T) {
 		}
 	}
 }
+
+// TestSleep: Sleep waits about Wait(n) and returns nil, or returns the
+// context's error as soon as it ends.
+func TestSleep(t *testing.T) {
+	b := Backoff{First: 20 * time.Millisecond, Max: 20 * time.Millisecond}
+	start := time.Now()
+	if err := b.Sleep(t.Context(), 1); err != nil || time.Since(start) < 10*time.Millisecond {
+		t.Fatalf("Sleep = %v after %v, want nil after at least 10ms", err, time.Since(start))
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	long := Backoff{First: time.Hour, Max: time.Hour}
+	if err := long.Sleep(ctx, 1); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Sleep on an ended context = %v, want context.Canceled", err)
+	}
+}

@@ -287,6 +287,11 @@ const (
 	asyncAckTimeout = 5 * time.Second
 )
 
+// staleReads spaces the reads that met a replica that lags (an older
+// index, an entry away from its position, an archive read short of its
+// end): 25 ms doubling up to a second.
+var staleReads = jsretry.Backoff{First: 25 * time.Millisecond, Max: time.Second}
+
 // errAckLost: a publish was not acknowledged within asyncAckTimeout.
 var errAckLost = errors.New("tape: publish not acknowledged in time")
 
@@ -300,12 +305,11 @@ func (s *JetStreamStore) lock(tape string) *sync.Mutex {
 func (s *JetStreamStore) Fetch(ctx context.Context, tape string, q Query) ([]Entry, error) {
 	// A read of the entries may meet a tape that changed meanwhile (a
 	// reset) or a replica that lags (see readCommitted): read the index
-	// and the entries again after a growing pause.
-	// The first time at once: a tape that changed is read whole then.
-	pause := 25 * time.Millisecond
+	// and the entries again, the first time at once (a tape that changed
+	// is read whole then), then after a growing pause.
 	for attempt := range 2 * maxReadAttempts {
 		if attempt > 1 {
-			if err := sleep(ctx, &pause); err != nil {
+			if err := staleReads.Sleep(ctx, attempt-1); err != nil {
 				return nil, fmt.Errorf("reading tape %q: %w", tape, err)
 			}
 		}
@@ -608,11 +612,10 @@ func (s *JetStreamStore) List(ctx context.Context) ([]string, error) {
 func (s *JetStreamStore) Index(ctx context.Context, tape string) (Index, error) {
 	// A replica that lags (just after a leader change) may answer an
 	// older revision for a while: ask again after a growing pause.
-	pause := 25 * time.Millisecond
 	subj := s.names.TapeIndex(tape)
 	for attempt := range 2 * maxReadAttempts {
 		if attempt > 0 {
-			if err := sleep(ctx, &pause); err != nil {
+			if err := staleReads.Sleep(ctx, attempt); err != nil {
 				return Index{}, fmt.Errorf("reading index of tape %q: %w", tape, err)
 			}
 		}
@@ -760,11 +763,10 @@ func (s *JetStreamStore) ReadArchive(ctx context.Context, location string) ([]En
 	// The archive's last message is on its subject: a read that ends
 	// before it met a replica that has not stored it yet (a consumer
 	// placed on a lagging follower), so it is read again after a pause.
-	pause := 25 * time.Millisecond
 	var seen uint64
 	for attempt := range 2 * maxReadAttempts {
 		if attempt > 0 {
-			if err := sleep(ctx, &pause); err != nil {
+			if err := staleReads.Sleep(ctx, attempt); err != nil {
 				return nil, fmt.Errorf("reading archive %q: %w", location, err)
 			}
 		}
@@ -785,16 +787,4 @@ func (s *JetStreamStore) ReadArchive(ctx context.Context, location string) ([]En
 		}
 	}
 	return nil, fmt.Errorf("reading archive %q: the stream answers up to sequence %d of %d (deleted by its limits, or a replica far behind)", location, seen, last)
-}
-
-// sleep waits *pause, or until ctx ends, and doubles *pause up to a
-// second: the pause between two reads that met a lagging replica.
-func sleep(ctx context.Context, pause *time.Duration) error {
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(*pause):
-	}
-	*pause = min(2**pause, time.Second)
-	return nil
 }

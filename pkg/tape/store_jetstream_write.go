@@ -69,10 +69,8 @@ func (s *JetStreamStore) Append(ctx context.Context, tape string, entries []Entr
 			if attempts++; attempts == maxAppendAttempts {
 				break
 			}
-			select {
-			case <-time.After(conflictBackoff.Wait(attempts)):
-			case <-ctx.Done():
-				return nil, fmt.Errorf("appending to tape %q: %w", tape, ctx.Err())
+			if err := conflictBackoff.Sleep(ctx, attempts); err != nil {
+				return nil, fmt.Errorf("appending to tape %q: %w", tape, err)
 			}
 			continue
 		}
