@@ -64,7 +64,9 @@ type Provider struct {
 	name           string
 	completionArgs map[string]any
 	maxTokensKey   string
-	chat           oai.ChatCompletionService
+	// opts are the SDK request options (see stream): only these, where
+	// NewClient would add defaults read from the environment.
+	opts []option.RequestOption
 }
 
 var _ llm.Provider = (*Provider)(nil)
@@ -81,9 +83,7 @@ func New(opts ...Option) (*Provider, error) {
 		name:           o.Name,
 		completionArgs: o.CompletionArgs,
 		maxTokensKey:   o.maxTokensKey,
-		// NewChatCompletionService, unlike NewClient, adds no defaults
-		// read from the environment.
-		chat: oai.NewChatCompletionService(reqOpts...),
+		opts:           reqOpts,
 	}, nil
 }
 
@@ -106,12 +106,14 @@ func Factory(opts ...Option) llm.ProviderFactory {
 // stream posts body, which asks for a stream itself, to
 // /chat/completions and returns the stream of the answer, with the HTTP
 // response put in into. Posting the body's bytes as they are (the
-// generic Post of a client made of the service's options) sends the one
-// copy requestBody made: NewStreaming would take them as parameters,
-// copy them when it serializes those and again when it sets "stream",
-// and keep two copies alive while every turn waits for its model.
+// client's generic Post) sends the one copy requestBody made:
+// ChatCompletionService.NewStreaming would take them as parameters, copy
+// them when it serializes those and again when it sets "stream".
 func (p *Provider) stream(ctx context.Context, body []byte, into **http.Response) *ssestream.Stream[oai.ChatCompletionChunk] {
-	client := oai.Client{Options: p.chat.Options}
+	// A client made here, not kept in the provider: a field of the
+	// client's type keeps every service of the SDK in the binary (the
+	// worker grows from 84 to 107 MB).
+	client := oai.Client{Options: p.opts}
 	err := client.Post(ctx, "chat/completions", body, into)
 	return ssestream.NewStream[oai.ChatCompletionChunk](ssestream.NewDecoder(*into), err)
 }
