@@ -432,28 +432,27 @@ func (s *JetStreamStore) readCommitted(ctx context.Context, ix Index, start uint
 // does not know (0) are not named. It allocates nothing: it runs for
 // every entry a read takes from the stream.
 func (ix Index) knownSeq(id int64) (uint64, bool) {
-	seq := uint64(0)
 	switch {
-	case id == ix.LastID:
-		seq = ix.Seq
-	case id == 1 && ix.Entries > 0:
-		seq = ix.FirstSeq
+	case id == ix.LastID && ix.Seq > 0:
+		return ix.Seq, true
+	case id == 1 && ix.Entries > 0 && ix.FirstSeq > 0:
+		return ix.FirstSeq, true
 	}
 	for _, a := range ix.RecentAnchors {
-		if seq == 0 && a.ID == id {
-			seq = a.Seq
+		if a.ID == id && a.Seq > 0 {
+			return a.Seq, true
 		}
 	}
 	for _, c := range ix.Commits {
-		if seq == 0 && c.Count > 0 {
-			if c.FirstID == id {
-				seq = c.FirstSeq
-			} else if c.FirstID+int64(c.Count)-1 == id {
-				seq = c.LastSeq
-			}
+		switch {
+		case c.Count == 0:
+		case c.FirstID == id && c.FirstSeq > 0:
+			return c.FirstSeq, true
+		case c.FirstID+int64(c.Count)-1 == id && c.LastSeq > 0:
+			return c.LastSeq, true
 		}
 	}
-	return seq, seq > 0
+	return 0, false
 }
 
 // scan calls fn for each message of subj with start <= sequence <= end, in
