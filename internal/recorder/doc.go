@@ -6,6 +6,19 @@
 // a recorder restart loses nothing; a run whose worker died is recorded as
 // interrupted and none of its partial entries enter later context.
 //
+// Event types the recorder does not know (events.DecodePayload gives
+// events.ErrUnknownType: another application's events, or custom ones a
+// worker's bridge publishes through its codec's events.Registry, which
+// this process cannot know) are not recorded. One with a run id and a seq
+// still takes its place in the run: it is held, no entries, and
+// acknowledged with the run's commit, so the run's seq numbers have no
+// gap and it completes. One without a run id or without a seq (below 1)
+// is acknowledged at once. Events the recorder cannot record as they were
+// meant are dead-lettered as invalid (dlq.ReasonInvalid) instead: a known
+// type whose data does not decode, and a handoff or tape.reset whose data
+// holds a value of the wrong type (taperec.Check). A run left with a gap
+// by a dead-lettered event is recorded as interrupted after Config.IdleRun.
+//
 // Start with [Recorder.Run]; run.go holds a run's buffer and the commit.
 // Looking for the entry mapping? See package taperec. For the store see
 // package tape.

@@ -119,8 +119,20 @@ func (l *lane) handle(ctx context.Context, msg jetstream.Msg) {
 	}
 	payload, err := events.DecodePayload(ev)
 	if errors.Is(err, events.ErrUnknownType) {
-		_ = msg.Ack() // another application's event: not ours to record
-		return
+		// A type this process cannot know: another application's event,
+		// or a custom one registered with a worker's bridge (its codec's
+		// Registry), which numbers it in its run like the others. Nothing
+		// is recorded for it, but in a run it takes its seq's place (an
+		// empty batch), or the run would never be complete.
+		if events.RunID(ev) == "" || events.Seq(ev) < 1 {
+			_ = msg.Ack()
+			return
+		}
+		payload, err = nil, nil
+	}
+	if err == nil {
+		// A handoff or reset Map would record without its value.
+		err = taperec.Check(payload)
 	}
 	if err != nil {
 		l.reject(ctx, msg, dlq.ReasonInvalid, err)

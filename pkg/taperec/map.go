@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/bubbus/bub/pkg/bub"
@@ -82,7 +83,9 @@ func MapEvent(ev events.Event, runID string, at time.Time) (Batch, error) {
 
 // Map returns the entries the TapeRecorder writes for an event payload
 // (as decoded by events.DecodePayload), stamped with the run id and the
-// event time. Events the recorder does not record give an empty batch.
+// event time. Events the recorder does not record give an empty batch; a
+// handoff or reset with a value of the wrong type gives its zero value
+// (see [Check]).
 func Map(payload any, runID string, at time.Time) Batch {
 	meta := map[string]any{"run_id": runID}
 	date := tape.FormatDate(at)
@@ -171,14 +174,10 @@ func tapeEvent(p *events.TapeEventData, meta map[string]any, date string) Batch 
 	}
 	switch p.Name {
 	case EventHandoff:
-		var name string
-		var state map[string]any
-		asJSON(p.Data["name"], &name)
-		asJSON(p.Data["state"], &state)
+		name, state, _ := handoffData(p.Data)
 		return Batch{Entries: stamp(tape.HandoffEntries(name, state, []map[string]any{meta})...)}
 	case EventReset:
-		var archive bool
-		asJSON(p.Data["archive"], &archive)
+		archive, _ := resetData(p.Data)
 		start := tape.HandoffEntries(tape.BootstrapAnchor, tape.BootstrapState(), []map[string]any{meta})
 		return Batch{Reset: true, Archive: archive, Entries: stamp(start...)}
 	}
@@ -189,24 +188,98 @@ func tapeEvent(p *events.TapeEventData, meta map[string]any, date string) Batch 
 	return Batch{Entries: stamp(tape.Event(p.Name, data, meta))}
 }
 
+// ErrInvalidData: a handoff or reset tape event whose data holds a value
+// of the wrong type (see [Check]).
+var ErrInvalidData = errors.New("tape event data of the wrong type")
+
+// Check reports a payload [Map] cannot record as it was meant: a handoff
+// whose name is not a string or whose state is not an object, a reset
+// whose archive is not a bool (absent or null is the zero value). Map
+// records the zero value instead — an anchor without its name, a handoff
+// without its state (what the later context starts from), a reset that
+// archives nothing — so the recorder dead-letters such an event rather
+// than record it. Every other payload passes.
+func Check(payload any) error {
+	p, ok := payload.(*events.TapeEventData)
+	if !ok {
+		return nil
+	}
+	var err error
+	switch p.Name {
+	case EventHandoff:
+		_, _, err = handoffData(p.Data)
+	case EventReset:
+		_, err = resetData(p.Data)
+	}
+	if err != nil {
+		return fmt.Errorf("taperec: %s event: %w", p.Name, err)
+	}
+	return nil
+}
+
+// handoffData returns the name and state of a handoff, each the zero value
+// when it has the wrong type, and an [ErrInvalidData] error then.
+func handoffData(data map[string]any) (name string, state map[string]any, err error) {
+	err = errors.Join(field(data, "name", &name, "a string"), field(data, "state", &state, "an object"))
+	return name, state, err
+}
+
+// resetData returns whether a reset archives the tape (false when archive
+// has the wrong type, with an [ErrInvalidData] error).
+func resetData(data map[string]any) (archive bool, err error) {
+	err = field(data, "archive", &archive, "a bool")
+	return archive, err
+}
+
+// field sets *dst to data[key] (see [asJSON]), or reports that it is not
+// want.
+func field[T any](data map[string]any, key string, dst *T, want string) error {
+	if v := data[key]; !asJSON(v, dst) {
+		return fmt.Errorf("%w: %s is %s, want %s", ErrInvalidData, key, jsonType(v), want)
+	}
+	return nil
+}
+
+// jsonType names the JSON type of a decoded value.
+func jsonType(v any) string {
+	switch v.(type) {
+	case string:
+		return "a string"
+	case float64, json.Number:
+		return "a number"
+	case bool:
+		return "a bool"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("a value of type %T", v)
+}
+
 // asJSON sets *dst to v as a decoded event holds it: v itself when it has
 // dst's type (always, for a decoded event), else v's JSON decoded into dst
-// (an in-process event's typed value); dst keeps its zero value when v
-// does not decode into it, as a failed type assertion would.
-func asJSON[T any](v any, dst *T) {
+// (an in-process event's typed value). It reports false, leaving dst its
+// zero value, when v does not decode into it; nil (absent) leaves the zero
+// value too, and is not an error.
+func asJSON[T any](v any, dst *T) bool {
 	if t, ok := v.(T); ok {
 		*dst = t
-		return
+		return true
 	}
 	if v == nil {
-		return
+		return true
 	}
-	if b, err := json.Marshal(v); err == nil {
-		var t T
-		if json.Unmarshal(b, &t) == nil {
-			*dst = t
-		}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return false
 	}
+	var t T
+	if json.Unmarshal(b, &t) != nil {
+		return false
+	}
+	*dst = t
+	return true
 }
 
 // contentValue is a prompt as Bub stores it: the text, or the part list.

@@ -157,3 +157,47 @@ func TestMapEventMatchesTheRecorder(t *testing.T) {
 		t.Errorf("handoff state of another map type: %#v", state)
 	}
 }
+
+// TestCheckRejectsWhatMapWouldDrop: a handoff or reset whose data holds a
+// value of the wrong type is reported (Map would record its zero value: an
+// anchor without its name or state, a reset that archives nothing);
+// absent and null values, typed in-process values that have the right
+// JSON form, and every other payload pass.
+func TestCheckRejectsWhatMapWouldDrop(t *testing.T) {
+	type phase string
+	tapeEvent := func(name string, data map[string]any) *events.TapeEventData {
+		return &events.TapeEventData{Name: name, Data: data}
+	}
+	for _, tc := range []struct {
+		name    string
+		payload any
+		bad     string // in the error; "" for none
+	}{
+		{"handoff", tapeEvent(EventHandoff, map[string]any{"name": "phase-1", "state": map[string]any{"summary": "s"}}), ""},
+		{"handoff without state", tapeEvent(EventHandoff, map[string]any{"name": "phase-1", "state": nil}), ""},
+		{"handoff without data", tapeEvent(EventHandoff, nil), ""},
+		{"handoff of typed values", tapeEvent(EventHandoff, map[string]any{"name": phase("p"), "state": map[string]string{"a": "b"}}), ""},
+		{"handoff with a number name", tapeEvent(EventHandoff, map[string]any{"name": 42.0}), "name is a number, want a string"},
+		{"handoff with a string state", tapeEvent(EventHandoff, map[string]any{"name": "p", "state": "the summary"}), "state is a string, want an object"},
+		{"handoff with a list state", tapeEvent(EventHandoff, map[string]any{"name": "p", "state": []any{"x"}}), "state is an array, want an object"},
+		{"reset", tapeEvent(EventReset, map[string]any{"archive": true}), ""},
+		{"reset without archive", tapeEvent(EventReset, map[string]any{}), ""},
+		{"reset with a string archive", tapeEvent(EventReset, map[string]any{"archive": "yes"}), "archive is a string, want a bool"},
+		{"custom tape event", tapeEvent("order.reviewed", map[string]any{"name": 42.0, "state": "x", "archive": "yes"}), ""},
+		{"other payload", &events.RunFinishedData{Status: "ok"}, ""},
+		{"unknown type", nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := Check(tc.payload)
+			if tc.bad == "" {
+				if err != nil {
+					t.Fatalf("Check = %v, want nil", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrInvalidData) || !strings.Contains(err.Error(), tc.bad) {
+				t.Fatalf("Check = %v, want ErrInvalidData with %q", err, tc.bad)
+			}
+		})
+	}
+}
