@@ -11,10 +11,10 @@ import (
 // TestReadsOnThreeNodeCluster: on a 3-server cluster with an R3 tape
 // stream, 200 tape reads through connections to each of the servers all
 // succeed and see every entry. Reads are direct gets that any replica
-// answers; a reader that meets a lagging one reads the rest from the
-// leader through a consumer, which it may fetch from through a server
-// that does not know of it yet ("no responders" before the reader retried
-// that). Then a writer reads its own appends back at once, 100 times,
+// answers; a reader that meets a lagging one reads the rest through a
+// consumer (and from the leader when that falls short too), which it may
+// fetch from through a server that does not know of it yet ("no
+// responders" before the reader retried that). Then a writer reads its own appends back at once, 100 times,
 // while the followers may not have them yet: every read sees every
 // committed entry.
 func TestReadsOnThreeNodeCluster(t *testing.T) {

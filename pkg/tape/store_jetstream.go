@@ -81,20 +81,26 @@ import (
 // [MaxRecentAnchors] newest anchors (an older one costs a scan of the
 // whole tape, and a name the index proves absent costs nothing); a query
 // without anchors reads the whole tape. The committed entries are read
-// with batched direct gets, one request per 1,024 entries. Any replica may
-// answer those, and a lagging one answers fewer entries than the index
-// calls committed: the rest is read from the stream leader through a
-// short-lived ephemeral consumer filtered on the tape subject, started at
-// that sequence and deleted afterwards. One that has not applied the
-// deletes of a fence yet may answer the orphans it deleted, which carry
-// the ids of the entries that replaced them: an entry read away from the
-// position the index names for it makes the read start over after a
-// pause, and is never cached (see readCommitted for what this misses).
-// A stream without direct gets is
-// read from the leader only: up to a few messages with one message get
-// each, more through such a consumer. Index reads (direct gets too) may be
-// stale, so the store retries an index older than one it has already
-// seen. Archives are read from the leader.
+// with batched direct gets, one request per 1,024 entries, and what those
+// do not answer through a short-lived ephemeral consumer filtered on the
+// tape subject, started at that sequence and deleted afterwards (on a
+// stream without direct gets: up to a few messages with one message get
+// each, more through such a consumer). Any replica may answer a direct
+// get, and the server places such a consumer, of one replica, on any of
+// them. One that lags answers fewer entries than the index calls
+// committed, or, when it has not applied the deletes of a fence yet, the
+// orphans it deleted, which carry the ids of the entries that replaced
+// them: an entry read away from the position the index names for it
+// tells (see readCommitted for what this misses). Such a read is read
+// again at once from the stream leader, with message gets
+// (STREAM.MSG.GET, which only the leader answers), one per entry: a
+// replica that lags costs a slower read, not a failure, and what it
+// answered is never cached. Index reads (direct gets too) may be stale
+// as well: an index older than one the store has already seen is read
+// again from the leader. Archives are read through such a consumer, and
+// again from the leader when the read stops short of the archive's last
+// message; the archive is the messages of its range that carry its key
+// (see Archive).
 type JetStreamStore struct {
 	js     jetstream.JetStream
 	names  subjects.Names
@@ -103,6 +109,9 @@ type JetStreamStore struct {
 	// directSubject takes the batched direct gets of committed entries,
 	// empty when the stream does not allow direct gets.
 	directSubject string
+	// msgGetSubject takes the message gets that read from the stream
+	// leader (see leaderGet).
+	msgGetSubject string
 	// seen holds the newest index revision this store has observed per
 	// tape, so that an index read served stale by a lagging replica is
 	// detected and retried.
@@ -220,10 +229,11 @@ func NewJetStreamStore(ctx context.Context, js jetstream.JetStream, names subjec
 	} else if s.stream, err = js.Stream(ctx, names.TapesStream()); err != nil {
 		return nil, fmt.Errorf("binding stream %s: %w", names.TapesStream(), err)
 	}
-	cfg := s.stream.CachedInfo().Config
+	cfg, domain := s.stream.CachedInfo().Config, js.Options().Domain
 	if cfg.AllowDirect {
-		s.directSubject = names.DirectGet(js.Options().Domain, names.TapesStream())
+		s.directSubject = names.DirectGet(domain, names.TapesStream())
 	}
+	s.msgGetSubject = msgGetSubject(domain, names.TapesStream())
 	s.atomic = cfg.Replicas > 1 && cfg.AllowAtomicPublish
 	return s, nil
 }
@@ -239,9 +249,9 @@ func StreamConfig(names subjects.Names) jetstream.StreamConfig {
 		Retention:   jetstream.LimitsPolicy,
 		Storage:     jetstream.FileStorage,
 		Replicas:    1,
-		// Committed entries are read with batched direct gets; a replica
-		// that serves them stale answers fewer than the index commits, and
-		// the store reads the rest from the leader.
+		// Committed entries are read with batched direct gets; what a
+		// replica that lags answers short or wrong the store reads again
+		// (see JetStreamStore).
 		AllowDirect: true,
 		// An append is one atomic batch: its entries and the index that
 		// commits them, which rolls up the older indexes of its subject.
@@ -303,9 +313,11 @@ func (s *JetStreamStore) lock(tape string) *sync.Mutex {
 
 // Fetch implements [Reader].
 func (s *JetStreamStore) Fetch(ctx context.Context, tape string, q Query) ([]Entry, error) {
-	// A read of the entries may meet a tape that changed meanwhile (a
-	// reset) or a replica that lags (see readCommitted): read the index
-	// and the entries again, the first time at once (a tape that changed
+	// A read of the entries reads from the stream leader what a replica
+	// that lags answers wrong (see readCommitted), so one that fails still
+	// met a tape that changed meanwhile (a reset), or an index that a
+	// replica that lags answered old: read the index again, from the
+	// leader, and the entries, the first time at once (a tape that changed
 	// is read whole then), then after a growing pause.
 	for attempt := range 2 * maxReadAttempts {
 		if attempt > 1 {
@@ -313,7 +325,7 @@ func (s *JetStreamStore) Fetch(ctx context.Context, tape string, q Query) ([]Ent
 				return nil, fmt.Errorf("reading tape %q: %w", tape, err)
 			}
 		}
-		ix, err := s.Index(ctx, tape)
+		ix, err := s.index(ctx, tape, attempt > 0)
 		if err != nil {
 			return nil, err
 		}
@@ -369,16 +381,19 @@ func (s *JetStreamStore) window(ctx context.Context, ix Index, q Query) ([]Entry
 // readCommitted reads count committed entries starting at stream sequence
 // start, where ix commits the entry with id firstID: those the cache
 // holds from there, then the rest from the stream. It checks that the ids
-// follow each other and that every entry whose position ix names
-// (knownSeq, and start for firstID) is read there; otherwise the read met a replica that lags
-// and it returns errRetry, caching nothing. Ids alone do not tell: the
-// orphans a writer fenced and deleted lie inside the next index's range
-// and carry the ids of the entries that replaced them, and a replica that
-// has not applied the deletes yet serves them. The positions catch them
-// when the read reaches the index's last entry, starts at the tape's
-// first entry or an anchor, or meets the first or last entry of a
-// remembered commit; they miss a read that ends inside a commit without
-// commit id, such as a limited one.
+// follow each other, that every entry whose position ix names (knownSeq,
+// and start for firstID) is read there and that none is missing;
+// otherwise the read met a replica that lags, and it reads them again
+// from the stream leader at once (scanLeader), which has stored all that
+// ix commits unless the tape changed since: then it returns errRetry,
+// caching nothing. Ids alone do not tell: the orphans a writer fenced
+// and deleted lie inside the next index's range and carry the ids of the
+// entries that replaced them, and a replica that has not applied the
+// deletes yet serves them. The positions catch them when the read
+// reaches the index's last entry, starts at the tape's first entry or an
+// anchor, or meets the first or last entry of a remembered commit; they
+// miss a read that ends inside a commit without commit id, such as a
+// limited one.
 func (s *JetStreamStore) readCommitted(ctx context.Context, ix Index, start uint64, firstID, count int64) ([]Entry, error) {
 	if count <= 0 {
 		return nil, nil
@@ -409,21 +424,43 @@ func (s *JetStreamStore) readCommitted(ctx context.Context, ix Index, start uint
 		return nil
 	}
 	subj, rest := s.names.Tape(ix.Tape), count-int64(len(cached))
-	if s.directSubject != "" {
-		var err error
-		if from, err = s.readDirect(ctx, subj, from, ix.Seq, int(rest), add); err != nil {
-			return nil, err
+	err := s.readReplicas(ctx, subj, from, ix.Seq, int(rest), add)
+	if err == nil && int64(len(read)) != rest {
+		err = errRetry
+	}
+	if errors.Is(err, errRetry) {
+		read = read[:0]
+		err = s.scanLeader(ctx, subj, from, ix.Seq, int(rest), add)
+		if err == nil && int64(len(read)) != rest {
+			err = errRetry
 		}
 	}
-	if left := rest - int64(len(read)); left > 0 {
-		if err := s.scan(ctx, subj, from, ix.Seq, int(left), add); err != nil {
-			return nil, err
-		}
-	}
-	if int64(len(read)) != rest {
-		return nil, errRetry
+	if err != nil {
+		return nil, err
 	}
 	return append(cached, s.cache.put(ix.Tape, last, read)...), nil
+}
+
+// readReplicas calls fn for the messages of subj with start <= sequence
+// <= end, in order, at most limit of them, as any replica of the stream
+// answers them: with batched direct gets, and through a consumer for
+// what those do not answer.
+func (s *JetStreamStore) readReplicas(ctx context.Context, subj string, start, end uint64, limit int, fn func(seq uint64, msgID string, data []byte) error) error {
+	n := 0
+	count := func(seq uint64, msgID string, data []byte) error {
+		n++
+		return fn(seq, msgID, data)
+	}
+	if s.directSubject != "" {
+		var err error
+		if start, err = s.readDirect(ctx, subj, start, end, limit, count); err != nil {
+			return err
+		}
+	}
+	if left := limit - n; left > 0 {
+		return s.scan(ctx, subj, start, end, left, fn)
+	}
+	return nil
 }
 
 // knownSeq returns the stream sequence at which ix puts entry id, when ix
@@ -456,23 +493,24 @@ func (ix Index) knownSeq(id int64) (uint64, bool) {
 }
 
 // scan calls fn for each message of subj with start <= sequence <= end, in
-// order, and stops after limit messages when limit > 0, reading from the
-// stream leader: through an ephemeral consumer that it deletes when done,
-// or, for a few messages of a stream without direct gets, with message
-// gets.
+// order, and stops after limit messages when limit > 0: through an
+// ephemeral consumer that it deletes when done, or, for a few messages of
+// a stream without direct gets, from the stream leader with message gets
+// (scanLeader). The consumer has one replica, which the server places on
+// any of the stream's servers, one that lags too: a caller that needs
+// every message up to end checks that it got them and reads again from
+// the leader (scanLeader) when not.
 //
-// On a cluster the consumer is created on the stream leader and the other
-// servers learn of it a moment later, so a fetch through another server
-// can meet "no responders"; creating, fetching and message gets retry
-// such transient errors for up to [jsretry.ReadBound] (see [jsretry.Read]).
+// On a cluster the consumer is created on one server and the others
+// learn of it a moment later, so a fetch through another server can meet
+// "no responders"; creating, fetching and message gets retry such
+// transient errors for up to [jsretry.ReadBound] (see [jsretry.Read]).
 func (s *JetStreamStore) scan(ctx context.Context, subj string, start, end uint64, limit int, fn func(seq uint64, msgID string, data []byte) error) error {
 	if start > end {
 		return nil
 	}
 	if limit > 0 && limit <= smallReadMax && s.directSubject == "" {
-		// (nats.go sends message gets as direct gets when the stream
-		// allows them, which any replica answers: scan reads the leader)
-		return s.scanByGets(ctx, subj, start, end, limit, fn)
+		return s.scanLeader(ctx, subj, start, end, limit, fn)
 	}
 	return s.consume(ctx, jetstream.ConsumerConfig{
 		DeliverPolicy: jetstream.DeliverByStartSequencePolicy,
@@ -559,13 +597,15 @@ func fetchNoWait(cons jetstream.Consumer, want int) ([]jetstream.Msg, error) {
 	return nil, err
 }
 
-// scanByGets is scan for a few messages: one message get per message is
-// cheaper than creating, pulling from and deleting a consumer.
-func (s *JetStreamStore) scanByGets(ctx context.Context, subj string, start, end uint64, limit int, fn func(seq uint64, msgID string, data []byte) error) error {
-	for seq, n := start, 0; n < limit && seq <= end; n++ {
+// scanLeader is scan from the stream leader, with one message get per
+// message (leaderGet): for a few messages of a stream without direct gets
+// cheaper than creating, pulling from and deleting a consumer, and how a
+// read that met a replica that lags reads again, slower but right.
+func (s *JetStreamStore) scanLeader(ctx context.Context, subj string, start, end uint64, limit int, fn func(seq uint64, msgID string, data []byte) error) error {
+	for seq, n := start, 0; (limit <= 0 || n < limit) && seq <= end; n++ {
 		var m *jetstream.RawStreamMsg
 		err := jsretry.Read(ctx, func(ctx context.Context) (err error) {
-			m, err = s.stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subj))
+			m, err = s.leaderGet(ctx, msgGetRequest{Seq: seq, NextFor: subj})
 			return err
 		})
 		if errors.Is(err, jetstream.ErrMsgNotFound) || err == nil && m.Sequence > end {
@@ -609,19 +649,33 @@ func (s *JetStreamStore) List(ctx context.Context) ([]string, error) {
 // Index implements [Indexer]: the last message of the tape's index
 // subject.
 func (s *JetStreamStore) Index(ctx context.Context, tape string) (Index, error) {
-	// A replica that lags (just after a leader change) may answer an
-	// older revision for a while: ask again after a growing pause.
+	return s.index(ctx, tape, false)
+}
+
+// index reads the index of tape with a direct get, which any replica
+// answers, or, fromLeader, from the stream leader (leaderGet). A replica
+// that lags may answer an older revision than this store has seen, and
+// keeps answering the clients of its own server so while it lags (NATS
+// hands a request to a queue subscriber on the requester's server
+// first): then the index is read from the leader, at once, and again
+// after a growing pause while even the leader answers an older one (one
+// just elected).
+func (s *JetStreamStore) index(ctx context.Context, tape string, fromLeader bool) (Index, error) {
 	subj := s.names.TapeIndex(tape)
 	for attempt := range 2 * maxReadAttempts {
-		if attempt > 0 {
-			if err := staleReads.Sleep(ctx, attempt); err != nil {
+		if attempt > 1 {
+			if err := staleReads.Sleep(ctx, attempt-1); err != nil {
 				return Index{}, fmt.Errorf("reading index of tape %q: %w", tape, err)
 			}
 		}
 		ix := Index{Tape: tape}
 		var m *jetstream.RawStreamMsg
 		err := jsretry.Read(ctx, func(ctx context.Context) (err error) {
-			m, err = s.stream.GetLastMsgForSubject(ctx, subj)
+			if fromLeader || attempt > 0 {
+				m, err = s.leaderGet(ctx, msgGetRequest{LastFor: subj})
+			} else {
+				m, err = s.stream.GetLastMsgForSubject(ctx, subj)
+			}
 			return err
 		})
 		switch {
@@ -636,7 +690,7 @@ func (s *JetStreamStore) Index(ctx context.Context, tape string) (Index, error) 
 			return ix, nil
 		}
 	}
-	return Index{}, fmt.Errorf("reading index of tape %q: replicas keep answering an old revision: %w", tape, ErrConflict)
+	return Index{}, fmt.Errorf("reading index of tape %q: the stream keeps answering an old revision: %w", tape, ErrConflict)
 }
 
 // observe records ix's revision and reports whether it is at least the
@@ -715,7 +769,10 @@ func (s *JetStreamStore) watchIndex(ctx context.Context, tape string, after uint
 // names.TapeArchive(tape) and returns "<stream>:<subject>:<first>-<last>"
 // (stream sequences; "0-0" for an empty archive). Each message is an
 // entry event like a tape's, with the id and Nats-Msg-Id "<tape
-// token>:<entry id>:archive:<random key of this call>".
+// token>:<entry id>:archive:<random key of this call>": other archives of
+// the tape written meanwhile (by another recorder, or late by a call that
+// failed) may have messages inside the range, and the key tells them
+// apart.
 func (s *JetStreamStore) Archive(ctx context.Context, tape string, entries []Entry) (string, error) {
 	subj := s.names.TapeArchive(tape)
 	prefix, suffix := subjects.Token(tape)+":", ":archive:"+rand.Text()
@@ -761,29 +818,49 @@ func (s *JetStreamStore) ReadArchive(ctx context.Context, location string) ([]En
 	}
 	// The archive's last message is on its subject: a read that ends
 	// before it met a replica that has not stored it yet (a consumer
-	// placed on a lagging follower), so it is read again after a pause.
+	// placed on a lagging follower), so it is read again from the stream
+	// leader, at once, then after a pause. The messages of the range that
+	// are the archive's carry the key of its last one (see Archive); an
+	// archive written before message ids has none, and no other key.
+	type message struct {
+		key  string
+		data []byte
+	}
 	var seen uint64
 	for attempt := range 2 * maxReadAttempts {
-		if attempt > 0 {
-			if err := staleReads.Sleep(ctx, attempt); err != nil {
+		if attempt > 1 {
+			if err := staleReads.Sleep(ctx, attempt-1); err != nil {
 				return nil, fmt.Errorf("reading archive %q: %w", location, err)
 			}
 		}
-		entries := []Entry{}
+		scan := s.scan
+		if attempt > 0 {
+			scan = s.scanLeader
+		}
+		var read []message
 		seen = 0
-		err := s.scan(ctx, parts[1], first, last, 0, func(seq uint64, _ string, data []byte) error {
-			if e, ok := decodeMessage(data); ok {
-				entries = append(entries, e)
-			}
+		err := scan(ctx, parts[1], first, last, 0, func(seq uint64, msgID string, data []byte) error {
+			_, key, _ := strings.Cut(msgID, ":archive:")
+			read = append(read, message{key, data})
 			seen = seq
 			return nil
 		})
 		if err != nil {
 			return nil, fmt.Errorf("reading archive %q: %w", location, err)
 		}
-		if seen == last {
-			return entries, nil
+		if seen != last {
+			continue
 		}
+		entries, key := []Entry{}, read[len(read)-1].key
+		for _, m := range read {
+			if m.key != key {
+				continue // another archive's
+			}
+			if e, ok := decodeMessage(m.data); ok {
+				entries = append(entries, e)
+			}
+		}
+		return entries, nil
 	}
 	return nil, fmt.Errorf("reading archive %q: the stream answers up to sequence %d of %d (deleted by its limits, or a replica far behind)", location, seen, last)
 }

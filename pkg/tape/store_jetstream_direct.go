@@ -3,6 +3,7 @@ package tape
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 
 	"github.com/nats-io/nats.go"
@@ -12,8 +13,10 @@ import (
 	"github.com/bubbus/bub/pkg/subjects"
 )
 
-// This file is the part of the JetStream adapter that reads committed
-// entries with batched direct gets.
+// This file is the part of the JetStream adapter that reads with
+// requests of its own: committed entries with batched direct gets, which
+// any replica answers, and single messages with message gets, which only
+// the stream leader answers.
 
 // directRequest is the body of a batched direct get (ADR-31): up to Batch
 // messages of NextFor from stream sequence Seq on.
@@ -91,4 +94,67 @@ func (s *JetStreamStore) directBatch(ctx context.Context, subj string, start, en
 		}
 		n, last = n+1, seq
 	}
+}
+
+// msgGetRequest is the body of a message get (STREAM.MSG.GET): the first
+// message of NextFor from stream sequence Seq on, or the last message of
+// LastFor.
+type msgGetRequest struct {
+	Seq     uint64 `json:"seq,omitempty"`
+	NextFor string `json:"next_by_subj,omitempty"`
+	LastFor string `json:"last_by_subj,omitempty"`
+}
+
+// msgGetResponse is the answer to a message get.
+type msgGetResponse struct {
+	Error   *jetstream.APIError `json:"error,omitempty"`
+	Message *struct {
+		Subject  string `json:"subject"`
+		Sequence uint64 `json:"seq"`
+		Header   []byte `json:"hdrs,omitempty"`
+		Data     []byte `json:"data,omitempty"`
+	} `json:"message,omitempty"`
+}
+
+// msgGetSubject is the subject of the message gets of stream, in the
+// JetStream domain domain ("" for none), named as
+// [subjects.Names.DirectGet] names its direct gets.
+func msgGetSubject(domain, stream string) string {
+	if domain != "" {
+		return "$JS." + domain + ".API.STREAM.MSG.GET." + stream
+	}
+	return "$JS.API.STREAM.MSG.GET." + stream
+}
+
+// leaderGet returns the message req asks for, [jetstream.ErrMsgNotFound]
+// when there is none, with a message get: in a cluster only the stream
+// leader answers one, so it sees every message the stream stored. The
+// library's Stream.GetMsg and GetLastMsgForSubject send direct gets
+// instead when the stream allows them, and any replica, one that lags
+// too, answers those.
+func (s *JetStreamStore) leaderGet(ctx context.Context, req msgGetRequest) (*jetstream.RawStreamMsg, error) {
+	body, _ := json.Marshal(req) // cannot fail
+	answer, err := s.js.Conn().RequestWithContext(ctx, s.msgGetSubject, body)
+	if err != nil {
+		return nil, err
+	}
+	var resp msgGetResponse
+	if err := json.Unmarshal(answer.Data, &resp); err != nil {
+		return nil, fmt.Errorf("decoding a message get's answer: %w", err)
+	}
+	switch {
+	case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
+		return nil, jetstream.ErrMsgNotFound
+	case resp.Error != nil:
+		return nil, resp.Error
+	case resp.Message == nil:
+		return nil, jetstream.ErrInvalidJetStreamResponse
+	}
+	m := &jetstream.RawStreamMsg{Subject: resp.Message.Subject, Sequence: resp.Message.Sequence, Data: resp.Message.Data}
+	if len(resp.Message.Header) > 0 {
+		if m.Header, err = nats.DecodeHeadersMsg(resp.Message.Header); err != nil {
+			return nil, fmt.Errorf("decoding a message get's answer: %w", err)
+		}
+	}
+	return m, nil
 }

@@ -3,7 +3,6 @@ package tape
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/bubbus/bub/internal/natstest"
 	"github.com/bubbus/bub/pkg/jsretry"
 	"github.com/bubbus/bub/pkg/subjects"
 )
@@ -222,11 +222,11 @@ func directSnapshot(t *testing.T, nc *nats.Conn, s *JetStreamStore, tape string)
 	}
 }
 
-// laggingReplica answers the batched direct gets sent to subject: the
-// first stale ones (all when stale < 0) from the snapshot msgs, eob, the
-// rest by passing them on to the stream's direct gets at real. It returns
-// the number of requests answered so far.
-func laggingReplica(t *testing.T, nc *nats.Conn, subject, real string, stale int, msgs []*nats.Msg, eob *nats.Msg) func() int64 {
+// laggingReplica answers every batched direct get sent to subject from
+// the snapshot msgs, eob (see directSnapshot), as a replica that stopped
+// applying the stream would. It returns the number of requests answered
+// so far.
+func laggingReplica(t *testing.T, nc *nats.Conn, subject string, msgs []*nats.Msg, eob *nats.Msg) func() int64 {
 	t.Helper()
 	var n atomic.Int64
 	reply := func(to string, a *nats.Msg) {
@@ -240,33 +240,16 @@ func laggingReplica(t *testing.T, nc *nats.Conn, subject, real string, stale int
 			t.Error(err)
 			return
 		}
-		if k := n.Add(1); stale < 0 || k <= int64(stale) {
-			sent := 0
-			for _, a := range msgs {
-				seq, _ := strconv.ParseUint(a.Header.Get(jetstream.SequenceHeader), 10, 64)
-				if seq >= req.Seq && sent < req.Batch {
-					reply(m.Reply, a)
-					sent++
-				}
-			}
-			reply(m.Reply, eob)
-			return
-		}
-		inbox := nats.NewInbox()
-		answers, _ := nc.SubscribeSync(inbox)
-		defer answers.Unsubscribe()
-		_ = nc.PublishRequest(real, inbox, m.Data)
-		for {
-			a, err := answers.NextMsg(jsretry.ReadAttempt)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			reply(m.Reply, a)
-			if a.Header.Get(subjects.HeaderStatus) != "" {
-				return
+		n.Add(1)
+		sent := 0
+		for _, a := range msgs {
+			seq, _ := strconv.ParseUint(a.Header.Get(jetstream.SequenceHeader), 10, 64)
+			if seq >= req.Seq && sent < req.Batch {
+				reply(m.Reply, a)
+				sent++
 			}
 		}
+		reply(m.Reply, eob)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -278,78 +261,166 @@ func laggingReplica(t *testing.T, nc *nats.Conn, subject, real string, stale int
 	return n.Load
 }
 
+// onFollower is a fixture with f's names on a server of c that does not
+// lead f's tapes stream: its stores' requests reach the leader through
+// another server.
+func onFollower(t *testing.T, c *natstest.Cluster, f jsFixture) jsFixture {
+	t.Helper()
+	_, js := f.srv.JetStream(t)
+	leader := c.StreamLeader(t, js, f.names.TapesStream())
+	for _, srv := range c.Servers {
+		if srv != leader {
+			return jsFixture{srv: srv, names: f.names, replicas: f.replicas}
+		}
+	}
+	t.Fatal("no follower")
+	return jsFixture{}
+}
+
 // TestJetStreamNeverReadsFencedOrphansFromALaggingReplica: the orphans a
 // writer fenced and deleted lie inside the range the next index commits
 // and carry the ids of the entries that replaced them. A replica that has
-// not applied the deletes yet (here a responder replaying the direct gets
-// of a snapshot taken before the fence) answers them with the right ids
-// and count, but not at the positions the index names: the read is stale,
-// read again after a pause, and never cached.
+// not applied the deletes (here a responder that answers every direct get
+// from a snapshot taken before the fence) answers them with the right ids
+// and count, but not at the positions the index names: the read is stale
+// and is read again from the stream leader at once, so the replica costs
+// a slower read, never a failure (it was ErrConflict once the retries
+// were spent) nor a stale entry, cached or returned. On a cluster the
+// reader is connected to a follower.
 func TestJetStreamNeverReadsFencedOrphansFromALaggingReplica(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		opts []AppendOption // of the commit over the orphans
-		q    Query
-		want []string
-	}{
-		// the read ends at the index's last entry
-		{"whole tape", nil, All(), []string{"1:first", "2:b", "3:c"}},
-		// the read meets the first entry of a remembered commit
-		{"limited read of a commit with an id", []AppendOption{WithCommitID("run-b")}, All().Limit(2), []string{"1:first", "2:b"}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			f := newFixture(t)
-			s := f.store(t, WithOrphanGrace(0))
+	cluster := natstest.StartCluster(t, 3)
+	for _, on := range []string{"one server", "cluster"} {
+		for _, c := range []struct {
+			name string
+			opts []AppendOption // of the commit over the orphans
+			q    Query
+			want []string
+		}{
+			// the read ends at the index's last entry
+			{"whole tape", nil, All(), []string{"1:first", "2:b", "3:c"}},
+			// the read meets the first entry of a remembered commit
+			{"limited read of a commit with an id", []AppendOption{WithCommitID("run-b")}, All().Limit(2), []string{"1:first", "2:b"}},
+		} {
+			t.Run(on+"/"+c.name, func(t *testing.T) {
+				var f, reader jsFixture
+				if on == "cluster" {
+					f = newClusterFixture(t, cluster)
+				} else {
+					f = newFixture(t)
+				}
+				s := f.store(t, WithOrphanGrace(0))
+				if reader = f; on == "cluster" {
+					reader = onFollower(t, cluster, f)
+				}
+				ctx := t.Context()
+				if _, err := s.Append(ctx, "t", []Entry{userMsg("first")}); err != nil {
+					t.Fatal(err)
+				}
+				crash(t, s, "t", []Entry{userMsg("x"), userMsg("y"), userMsg("z")}, 3, WithCommitID("run-x"))
+				nc, _ := f.srv.JetStream(t)
+				var msgs []*nats.Msg
+				var eob *nats.Msg
+				natstest.Eventually(t, 5*time.Second, func() (bool, string) {
+					msgs, eob = directSnapshot(t, nc, s, "t") // any replica answers
+					return len(msgs) == 4, fmt.Sprintf("snapshot of %d messages, want the committed one and 3 orphans", len(msgs))
+				})
+				if _, err := f.store(t, WithOrphanGrace(0)).Append(ctx, "t", []Entry{userMsg("b"), userMsg("c")}, c.opts...); err != nil {
+					t.Fatal(err)
+				}
+				if n := subjectMessages(t, s, "t"); n != 3 {
+					t.Fatalf("%d messages on the tape subject, want the orphans deleted", n)
+				}
+
+				r := reader.store(t, WithoutProvisioning())
+				natstest.Eventually(t, 5*time.Second, func() (bool, string) {
+					// the reader's server has the last commit, so the
+					// reader knows its index from now on
+					ix, err := r.Index(ctx, "t")
+					return err == nil && ix.LastID == 3, fmt.Sprintf("index %+v, %v", ix, err)
+				})
+				r.directSubject = "lagging." + f.names.TapesStream()
+				requests := laggingReplica(t, nc, r.directSubject, msgs, eob)
+				for i := range 2 { // the second read takes the first one's from the cache
+					got, err := r.Fetch(ctx, "t", c.q)
+					if err != nil {
+						t.Fatalf("read %d: %v", i+1, err)
+					}
+					if g := contents(t, got); !slices.Equal(g, c.want) {
+						t.Fatalf("read %d: %q, want %q", i+1, g, c.want)
+					}
+				}
+				if n := requests(); n != 1 {
+					t.Fatalf("%d direct gets, want only the stale one", n)
+				}
+				ix, err := r.Index(ctx, "t")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if cached, _ := r.cache.get("t", ix.FirstSeq, 1, ix.Entries); !slices.Equal(contents(t, cached), c.want) {
+					t.Fatalf("cached %q, want %q", contents(t, cached), c.want)
+				}
+			})
+		}
+	}
+}
+
+// staleLast answers every read of the last message of subject with
+// last, as a replica that stopped applying the stream after it would.
+type staleLast struct {
+	jetstream.Stream
+	subject string
+	last    *jetstream.RawStreamMsg
+}
+
+func (s staleLast) GetLastMsgForSubject(ctx context.Context, subject string) (*jetstream.RawStreamMsg, error) {
+	if subject == s.subject {
+		return s.last, nil
+	}
+	return s.Stream.GetLastMsgForSubject(ctx, subject)
+}
+
+// TestJetStreamReadsAStaleIndexFromTheLeader: a replica that lags
+// answers the direct get of a tape's index with an older revision than
+// the store has seen, here always: the store reads the index from the
+// stream leader instead, at once, so reads and appends go on (they
+// failed with ErrConflict once the retries were spent). On a cluster the
+// store is connected to a follower.
+func TestJetStreamReadsAStaleIndexFromTheLeader(t *testing.T) {
+	cluster := natstest.StartCluster(t, 3)
+	for _, on := range []string{"one server", "cluster"} {
+		t.Run(on, func(t *testing.T) {
+			var f jsFixture
+			if on == "cluster" {
+				f = newClusterFixture(t, cluster)
+				f.store(t) // provisions the stream
+				f = onFollower(t, cluster, f)
+			} else {
+				f = newFixture(t)
+			}
+			s := f.store(t)
 			ctx := t.Context()
-			if _, err := s.Append(ctx, "t", []Entry{userMsg("first")}); err != nil {
+			if _, err := s.Append(ctx, "t", []Entry{userMsg("a")}); err != nil {
 				t.Fatal(err)
 			}
-			crash(t, s, "t", []Entry{userMsg("x"), userMsg("y"), userMsg("z")}, 3, WithCommitID("run-x"))
-			nc, _ := f.srv.JetStream(t)
-			msgs, eob := directSnapshot(t, nc, s, "t")
-			if len(msgs) != 4 {
-				t.Fatalf("snapshot of %d messages, want the committed one and 3 orphans", len(msgs))
-			}
-			if _, err := f.store(t, WithOrphanGrace(0)).Append(ctx, "t", []Entry{userMsg("b"), userMsg("c")}, c.opts...); err != nil {
+			subj := s.names.TapeIndex("t")
+			var old *jetstream.RawStreamMsg
+			natstest.Eventually(t, 5*time.Second, func() (bool, string) {
+				var err error
+				old, err = s.stream.GetLastMsgForSubject(ctx, subj) // any replica answers
+				return err == nil, fmt.Sprint(err)
+			})
+			if _, err := s.Append(ctx, "t", []Entry{userMsg("b")}); err != nil {
 				t.Fatal(err)
 			}
-			if n := subjectMessages(t, s, "t"); n != 3 {
-				t.Fatalf("%d messages on the tape subject, want the orphans deleted", n)
+			s.stream = staleLast{Stream: s.stream, subject: subj, last: old}
+			ix, err := s.Index(ctx, "t")
+			if err != nil || ix.LastID != 2 || ix.Revision <= old.Sequence {
+				t.Fatalf("index %+v, %v; want the second revision", ix, err)
 			}
-
-			// A replica that catches up after its first answer.
-			r := f.store(t)
-			real := r.directSubject
-			r.directSubject = "lagging.once"
-			requests := laggingReplica(t, nc, r.directSubject, real, 1, msgs, eob)
-			got, err := r.Fetch(ctx, "t", c.q)
-			if err != nil {
+			if _, err := s.Append(ctx, "t", []Entry{userMsg("c")}); err != nil {
 				t.Fatal(err)
 			}
-			if g := contents(t, got); !slices.Equal(g, c.want) {
-				t.Fatalf("read %q, want %q", g, c.want)
-			}
-			if n := requests(); n < 2 {
-				t.Fatalf("%d direct gets, want the stale answer and another", n)
-			}
-
-			// A replica that never catches up: no answer, nothing cached.
-			r = f.store(t)
-			r.directSubject = "lagging.always"
-			laggingReplica(t, nc, r.directSubject, real, -1, msgs, eob)
-			short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-			defer cancel()
-			got, err = r.Fetch(short, "t", c.q)
-			if !errors.Is(err, context.DeadlineExceeded) {
-				t.Fatalf("read %q, %v; want no read before the deadline", contents(t, got), err)
-			}
-			ix, err := r.Index(ctx, "t")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if cached, _ := r.cache.get("t", ix.FirstSeq, 1, ix.Entries); len(cached) != 0 {
-				t.Fatalf("cached %q", contents(t, cached))
-			}
+			wantContents(t, s, "t", "1:a", "2:b", "3:c")
 		})
 	}
 }

@@ -753,6 +753,101 @@ func TestJetStreamReadArchiveNeverReturnsPart(t *testing.T) {
 	}
 }
 
+// meddlingJS runs meddle once, just before it sends the message number
+// at (from 1) on subject.
+type meddlingJS struct {
+	jetstream.JetStream
+	subject string
+	at      int
+	meddle  func()
+	sent    int
+}
+
+func (j *meddlingJS) PublishMsgAsync(m *nats.Msg, opts ...jetstream.PublishOpt) (jetstream.PubAckFuture, error) {
+	if m.Subject == j.subject {
+		if j.sent++; j.sent == j.at {
+			j.meddle()
+		}
+	}
+	return j.JetStream.PublishMsgAsync(m, opts...)
+}
+
+// TestJetStreamReadArchiveReadsOnlyItsOwnMessages: two archives of one
+// tape written at once (two recorders) interleave on the tape's archive
+// subject, here all of the second between the first's second and last
+// message. Each reads back as its own entries, never the other's; the
+// first one without its last message is still never returned in part.
+func TestJetStreamReadArchiveReadsOnlyItsOwnMessages(t *testing.T) {
+	f := newFixture(t)
+	s, other := f.store(t), f.store(t)
+	ctx := t.Context()
+	mine := []Entry{userMsg("a"), userMsg("b"), userMsg("c")}
+	theirs := []Entry{userMsg("x"), userMsg("y")}
+	for i := range mine {
+		mine[i].ID = int64(i + 1)
+	}
+	for i := range theirs {
+		theirs[i].ID = int64(i + 1)
+	}
+	var theirLoc string
+	s.js = &meddlingJS{JetStream: s.js, subject: s.names.TapeArchive("t"), at: 3, meddle: func() {
+		natstest.Eventually(t, 5*time.Second, func() (bool, string) {
+			info, err := s.stream.Info(ctx, jetstream.WithSubjectFilter(s.names.TapeArchive("t")))
+			n := uint64(0)
+			if err == nil {
+				n = info.State.Subjects[s.names.TapeArchive("t")]
+			}
+			return n == 2, fmt.Sprintf("%d messages archived, want the first two: %v", n, err)
+		})
+		var err error
+		if theirLoc, err = other.Archive(ctx, "t", theirs); err != nil {
+			t.Error(err)
+		}
+	}}
+	loc, err := s.Archive(ctx, "t", mine)
+	if err != nil || theirLoc == "" {
+		t.Fatalf("archives at %q, %q: %v", loc, theirLoc, err)
+	}
+	first, last := archiveSpan(t, loc)
+	theirFirst, theirLast := archiveSpan(t, theirLoc)
+	if theirFirst <= first || theirLast >= last {
+		t.Fatalf("archives at %q and %q, want the second inside the first", loc, theirLoc)
+	}
+	for _, c := range []struct {
+		loc  string
+		want []string
+	}{{loc, []string{"1:a", "2:b", "3:c"}}, {theirLoc, []string{"1:x", "2:y"}}} {
+		got, err := s.ReadArchive(ctx, c.loc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g := contents(t, got); !slices.Equal(g, c.want) {
+			t.Fatalf("archive %q reads %q, want %q", c.loc, g, c.want)
+		}
+	}
+	if err := s.stream.DeleteMsg(ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ReadArchive(ctx, loc)
+	if want := fmt.Sprintf("up to sequence %d of %d", theirLast, last); err == nil || !strings.Contains(err.Error(), want) || got != nil {
+		t.Fatalf("archive without its last message: %q, %v; want an error with %q", contents(t, got), err, want)
+	}
+}
+
+// archiveSpan returns the first and last stream sequence of the archive
+// at loc.
+func archiveSpan(t *testing.T, loc string) (first, last uint64) {
+	t.Helper()
+	i := strings.LastIndex(loc, ":")
+	lo, hi, _ := strings.Cut(loc[i+1:], "-")
+	first, err1 := strconv.ParseUint(lo, 10, 64)
+	last, err2 := strconv.ParseUint(hi, 10, 64)
+	if err1 != nil || err2 != nil {
+		t.Fatalf("location %q", loc)
+	}
+	return first, last
+}
+
 // An index passed with WithIndex saves the first read; a stale one (the
 // tape moved on since, also under the same commit id) costs a retry,
 // never a lost, misnumbered or duplicated entry.
