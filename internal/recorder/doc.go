@@ -16,8 +16,12 @@
 // is acknowledged at once. Events the recorder cannot record as they were
 // meant are dead-lettered as invalid (dlq.ReasonInvalid) instead: a known
 // type whose data does not decode, and a handoff or tape.reset whose data
-// holds a value of the wrong type (taperec.Check). A run left with a gap
-// by a dead-lettered event is recorded as interrupted after Config.IdleRun.
+// holds a value of the wrong type (taperec.Check), and an event of a run
+// without a seq. One of a run with a seq keeps its place in the run, as an
+// unknown one does, so the run is recorded without it at once instead of
+// held (and the session's events watermark with it) until Config.IdleRun
+// and then recorded as interrupted (a run whose RunFinished itself is
+// dead-lettered still is: nothing else says where it ends).
 //
 // Start with [Recorder.Run]; run.go holds a run's buffer and the commit.
 // Looking for the entry mapping? See package taperec. For the store see

@@ -117,33 +117,29 @@ func (l *lane) handle(ctx context.Context, msg jetstream.Msg) {
 		l.reject(ctx, msg, dlq.ReasonUndecodable, err)
 		return
 	}
-	payload, err := events.DecodePayload(ev)
-	if errors.Is(err, events.ErrUnknownType) {
-		// A type this process cannot know: another application's event,
-		// or a custom one registered with a worker's bridge (its codec's
-		// Registry), which numbers it in its run like the others. Nothing
-		// is recorded for it, but in a run it takes its seq's place (an
-		// empty batch), or the run would never be complete.
-		if events.RunID(ev) == "" || events.Seq(ev) < 1 {
-			_ = msg.Ack()
-			return
-		}
-		payload, err = nil, nil
-	}
-	if err == nil {
-		// A handoff or reset Map would record without its value.
-		err = taperec.Check(payload)
-	}
-	if err != nil {
-		l.reject(ctx, msg, dlq.ReasonInvalid, err)
-		return
-	}
 	md, err := msg.Metadata()
 	if err != nil {
 		l.reject(ctx, msg, dlq.ReasonInvalid, err)
 		return
 	}
-	runID, session := events.RunID(ev), events.SessionID(ev)
+	runID, session, seq := events.RunID(ev), events.SessionID(ev), events.Seq(ev)
+	payload, invalid := events.DecodePayload(ev)
+	// A type this process cannot know: another application's event, or a
+	// custom one registered with a worker's bridge (its codec's Registry),
+	// which numbers it in its run like the others. Nothing is recorded
+	// for it, but in a run it takes its seq's place, or the run would
+	// never be complete.
+	unknown := errors.Is(invalid, events.ErrUnknownType)
+	if unknown && (runID == "" || seq < 1) {
+		_ = msg.Ack()
+		return
+	}
+	if unknown {
+		invalid = nil
+	} else if invalid == nil {
+		// A handoff or reset Map would record without its value.
+		invalid = taperec.Check(payload)
+	}
 	if err := envelope.CheckName("session", session); err != nil {
 		// It names the tape's subjects: one past the server's control
 		// line would close the connection every lane commits through.
@@ -154,7 +150,22 @@ func (l *lane) handle(ctx context.Context, msg jetstream.Msg) {
 		_ = msg.Ack() // temporary sessions (subagents) are never recorded
 		return
 	}
-	l.r.log.Debug("recorder.event", "type", ev.Type(), "run", runID, "seq", events.Seq(ev), "stream", md.Sequence.Stream, "delivered", md.NumDelivered)
+	if invalid == nil && runID != "" && seq < 1 {
+		// The bridge numbers every event of a run from 1: the recorder
+		// orders the run by it and knows it complete by it.
+		invalid = fmt.Errorf("event of run %q with seq %d, not 1 or more", runID, seq)
+	}
+	if invalid != nil {
+		if !l.reject(ctx, msg, dlq.ReasonInvalid, invalid) || runID == "" || seq < 1 {
+			return
+		}
+		// Dead-lettered, it still takes its place in its run, with no
+		// entries, so that the run completes and is recorded without it
+		// instead of being held for IdleRun (and the session's events
+		// watermark with it) and then recorded as interrupted.
+		payload, msg = nil, nil
+	}
+	l.r.log.Debug("recorder.event", "type", ev.Type(), "run", runID, "seq", seq, "stream", md.Sequence.Stream, "delivered", md.NumDelivered)
 	batch := taperec.Map(payload, runID, ev.Time())
 	if runID == "" {
 		if len(batch.Entries) > 0 || batch.Reset {
@@ -165,14 +176,10 @@ func (l *lane) handle(ctx context.Context, msg jetstream.Msg) {
 		_ = msg.Ack()
 		return
 	}
-	if seq := events.Seq(ev); seq < 1 {
-		// The bridge numbers every event of a run from 1: the recorder
-		// orders the run by it and knows it complete by it.
-		l.reject(ctx, msg, dlq.ReasonInvalid, fmt.Errorf("event of run %q with seq %d, not 1 or more", runID, seq))
-		return
-	}
 	if done, _ := l.done.get(runID); done {
-		l.duplicate(ctx, session, md.Sequence.Stream, msg)
+		if msg != nil {
+			l.duplicate(ctx, session, md.Sequence.Stream, msg)
+		}
 		return
 	}
 	rn := l.runs[runID]
@@ -182,11 +189,13 @@ func (l *lane) handle(ctx context.Context, msg jetstream.Msg) {
 	}
 	rn.last = time.Now()
 	if rn.seen[ev.ID()] {
-		l.replaceHandle(rn, ev, msg)
+		if msg != nil {
+			l.replaceHandle(rn, ev, msg)
+		}
 		return
 	}
 	rn.seen[ev.ID()] = true
-	rn.items = append(rn.items, item{seq: events.Seq(ev), stream: md.Sequence.Stream, batch: batch, msg: msg, payload: payload})
+	rn.items = append(rn.items, item{seq: seq, stream: md.Sequence.Stream, batch: batch, msg: msg, payload: payload})
 	switch p := payload.(type) {
 	case *events.RunStartedData:
 		rn.answering(p.Metadata.Answers)
@@ -200,7 +209,7 @@ func (l *lane) handle(ctx context.Context, msg jetstream.Msg) {
 	case *events.RunFinishedData, *events.CommandFinishedData:
 		// A comma command is a run of its own that ends with
 		// CommandFinished (it has no RunStarted/RunFinished).
-		rn.finished, rn.end = events.Seq(ev), md.Sequence.Stream
+		rn.finished, rn.end = seq, md.Sequence.Stream
 		switch p := p.(type) {
 		case *events.RunFinishedData:
 			rn.answers = p.Status == events.RunOK
@@ -605,10 +614,14 @@ func (l *lane) saveSwitches(ctx context.Context, session string, entries []tape.
 	return err
 }
 
-func (l *lane) reject(ctx context.Context, msg jetstream.Msg, reason string, err error) {
+// reject dead-letters msg and reports whether it is: when not, it stays
+// unacknowledged and comes again.
+func (l *lane) reject(ctx context.Context, msg jetstream.Msg, reason string, err error) (ok bool) {
 	if derr := l.r.dlq.Reject(ctx, msg, reason, err); derr != nil {
 		l.r.log.Error("recorder.dlq_failed", "err", derr)
+		return false
 	}
+	return true
 }
 
 // commitID is the tape commit id of a run: its run id, plus "@<envelope
