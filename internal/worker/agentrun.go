@@ -422,8 +422,13 @@ func (r *runTape) Handoff(ctx context.Context, name string, state map[string]any
 	return r.AppendEvent(ctx, taperec.EventHandoff, map[string]any{"name": name, "state": state})
 }
 
-// AppendEvent records a named event entry (events.TapeWriter).
+// AppendEvent records a named event entry (events.TapeWriter). A handoff
+// or reset whose data the recorder would dead-letter (taperec.CheckEvent)
+// is refused before it is emitted.
 func (r *runTape) AppendEvent(ctx context.Context, name string, data map[string]any) error {
+	if err := taperec.CheckEvent(name, data); err != nil {
+		return bub.Errorf(bub.KindInvalidInput, "%v", err)
+	}
 	_, err := events.Emit(ctx, r.bus, &events.TapeEventRecorded{Meta: r.meta, Name: name, Data: data})
 	if err != nil {
 		return err

@@ -1,12 +1,15 @@
 package worker
 
 import (
+	"context"
+	"strings"
 	"testing"
 
 	"github.com/bubbus/bub/pkg/bub"
 	"github.com/bubbus/bub/pkg/events"
 	"github.com/bubbus/bub/pkg/llm"
 	"github.com/bubbus/bub/pkg/tape"
+	"github.com/bubbus/bub/pkg/taperec"
 )
 
 func newRunTape(t *testing.T) *runTape {
@@ -52,5 +55,37 @@ func TestRunTapeAppliesEventsWhenRead(t *testing.T) {
 	info, err := r.Info(ctx)
 	if err != nil || info.Anchors != 1 || info.LastAnchor != "session/start" {
 		t.Fatalf("info %+v %v", info, err)
+	}
+}
+
+// A handoff or reset whose data the recorder would dead-letter is refused
+// with an invalid-input error before anything is emitted, so the run's own
+// view and the recorded tape never disagree about it.
+func TestRunTapeRefusesATapeEventOfTheWrongShape(t *testing.T) {
+	r := newRunTape(t)
+	ctx := t.Context()
+	var emitted int
+	r.bus.OnEmitted(func(context.Context, events.Event) { emitted++ })
+	for _, c := range []struct {
+		name string
+		data map[string]any
+	}{
+		{taperec.EventHandoff, map[string]any{"name": "phase-1", "state": "the summary"}},
+		{taperec.EventHandoff, map[string]any{"name": 7}},
+		{taperec.EventReset, map[string]any{"archive": "yes"}},
+	} {
+		err := r.AppendEvent(ctx, c.name, c.data)
+		if bub.AsError(err).Kind != bub.KindInvalidInput || !strings.Contains(err.Error(), "want") {
+			t.Errorf("AppendEvent(%s, %v) = %v, want an invalid-input error naming the field", c.name, c.data, err)
+		}
+	}
+	if emitted != 0 {
+		t.Fatalf("%d events emitted, want none", emitted)
+	}
+	if err := r.AppendEvent(ctx, taperec.EventHandoff, map[string]any{"name": "phase-1", "state": map[string]any{"summary": "ok"}}); err != nil {
+		t.Fatal(err)
+	}
+	if emitted != 1 {
+		t.Fatalf("%d events emitted, want the valid handoff", emitted)
 	}
 }

@@ -204,15 +204,21 @@ func Check(payload any) error {
 	if !ok {
 		return nil
 	}
+	return CheckEvent(p.Name, p.Data)
+}
+
+// CheckEvent is [Check] for the tape event name with data, before it is
+// emitted: what a TapeWriter's AppendEvent refuses.
+func CheckEvent(name string, data map[string]any) error {
 	var err error
-	switch p.Name {
+	switch name {
 	case EventHandoff:
-		_, _, err = handoffData(p.Data)
+		_, _, err = handoffData(data)
 	case EventReset:
-		_, err = resetData(p.Data)
+		_, err = resetData(data)
 	}
 	if err != nil {
-		return fmt.Errorf("taperec: %s event: %w", p.Name, err)
+		return fmt.Errorf("taperec: %s event: %w", name, err)
 	}
 	return nil
 }
