@@ -74,6 +74,13 @@ import (
 // writer's compare-and-set fails) and deletes them. A store serializes
 // appends per tape within its process; writers in other processes stay
 // correct through the checks above, so the grace only decides liveness.
+// What a writer decides after a conflict or a lost acknowledgement it
+// reads from the stream leader, with message gets (see leaderGet), never
+// from a replica that may lag: where the tape's subject ends, the orphans
+// after the committed entries, whether a commit whose acknowledgement got
+// lost was stored (see writer.landed), and the index the next attempt
+// starts from. An append that meets neither reads only its index, as any
+// replica answers it.
 //
 // Reads cost O(entries read), not O(tape). A LastAnchor query starts at
 // the last anchor's stream sequence taken from the index; AfterAnchor and

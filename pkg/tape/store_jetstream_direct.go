@@ -158,3 +158,16 @@ func (s *JetStreamStore) leaderGet(ctx context.Context, req msgGetRequest) (*jet
 	}
 	return m, nil
 }
+
+// leaderRead is leaderGet retrying transient errors for up to
+// [jsretry.ReadBound] (see [jsretry.Read]): the writers read from the
+// leader after an acknowledgement got lost, often because the leader
+// moved, and the next one answers once it is elected.
+func (s *JetStreamStore) leaderRead(ctx context.Context, req msgGetRequest) (*jetstream.RawStreamMsg, error) {
+	var m *jetstream.RawStreamMsg
+	err := jsretry.Read(ctx, func(ctx context.Context) (err error) {
+		m, err = s.leaderGet(ctx, req)
+		return err
+	})
+	return m, err
+}

@@ -2,8 +2,10 @@ package tape
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +19,7 @@ import (
 	"github.com/synadia-io/orbit.go/jetstreamext"
 
 	"github.com/bubbus/bub/internal/natstest"
+	"github.com/bubbus/bub/pkg/jsretry"
 	"github.com/bubbus/bub/pkg/subjects"
 )
 
@@ -403,7 +406,9 @@ func TestJetStreamAppendWhoseIndexAnswerWasLost(t *testing.T) {
 // stream answers that as a duplicate with the tape's subject no longer
 // ending where the batch expected: the append must find its batch
 // committed and return its entries as stored, never store them a second
-// time under new ids; with or without a commit id.
+// time under new ids; with or without a commit id, and also when the
+// replica that answers the writer's reads of the tape has not stored the
+// batch yet (laggingTape), which answers that it is not there.
 func TestJetStreamBatchWhoseAnswerWasLostUnderAnotherCommit(t *testing.T) {
 	f := newClusterFixture(t, natstest.StartCluster(t, 3))
 	s, other := f.store(t), f.store(t)
@@ -411,7 +416,98 @@ func TestJetStreamBatchWhoseAnswerWasLostUnderAnotherCommit(t *testing.T) {
 		t.Fatal("no atomic batches on the cluster")
 	}
 	ctx := t.Context()
-	for i, o := range []appendOptions{{commitID: "run-1"}, {}} {
+	for _, lag := range []bool{false, true} {
+		for i, o := range []appendOptions{{commitID: "run-1"}, {}} {
+			tape := fmt.Sprintf("t%d-%v", i, lag)
+			if _, err := s.Append(ctx, tape, []Entry{userMsg("first")}); err != nil {
+				t.Fatal(err)
+			}
+			ix, err := s.Index(ctx, tape)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lagging := lagNow(t, s, tape) // as it was before the batch
+			w := s.newWriter(tape, []Entry{userMsg("a"), userMsg("b")}, o)
+			w.rev = ix.Revision
+			stored, err := numberEntries(w.entries, ix.LastID+1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if nx, err := w.write(ctx, ix, stored); err != nil || nx.Revision == 0 {
+				t.Fatalf("first commit: %+v, %v", nx, err)
+			}
+			// Its answer is lost; meanwhile another writer commits.
+			if _, err := other.Append(ctx, tape, []Entry{userMsg("c")}); err != nil {
+				t.Fatal(err)
+			}
+			if lag {
+				s.stream = lagging
+			}
+			// The batch again (sendBatch's retry), then the attempts
+			// Append makes after one that asks to start over.
+			_, err = w.write(ctx, ix, stored)
+			got := stored
+			for n := 0; (errors.Is(err, errRetry) || errors.Is(err, errWait)) && n < maxAppendAttempts; n++ {
+				got, err = w.attempt(ctx)
+			}
+			s.stream = lagging.Stream
+			if err != nil || !slices.Equal(contents(t, got), []string{"2:a", "3:b"}) {
+				t.Fatalf("lagging %v, commit id %v: the append returned %q, %v; want its committed entries 2:a, 3:b", lag, o.commitID != "", contents(t, got), err)
+			}
+			wantContents(t, s, tape, "1:first", "2:a", "3:b", "4:c")
+		}
+	}
+}
+
+// failingLeader passes the message gets of s on to the stream leader
+// through a responder of its own, but answers the first one that fail
+// picks with an error that is not transient, as a leader that cannot read
+// its store would. It returns whether it has.
+func failingLeader(t *testing.T, f jsFixture, s *JetStreamStore, fail func(msgGetRequest) bool) func() bool {
+	t.Helper()
+	nc, _ := f.srv.JetStream(t)
+	real := s.msgGetSubject
+	s.msgGetSubject = nats.NewInbox()
+	var failed atomic.Bool
+	sub, err := nc.Subscribe(s.msgGetSubject, func(m *nats.Msg) {
+		var req msgGetRequest
+		if err := json.Unmarshal(m.Data, &req); err != nil {
+			t.Error(err)
+			return
+		}
+		if fail(req) && failed.CompareAndSwap(false, true) {
+			_ = m.Respond([]byte(`{"error":{"code":500,"err_code":10999,"description":"injected"}}`))
+			return
+		}
+		a, err := nc.Request(real, m.Data, jsretry.ReadAttempt)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		_ = m.Respond(a.Data)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return failed.Load
+}
+
+// TestJetStreamBatchWhoseAnswerWasLostAndCannotBeChecked: as in
+// TestJetStreamBatchWhoseAnswerWasLostUnderAnotherCommit, without a
+// commit id, but a read that looks for the batch fails (the read of its
+// first entry, of its last one, or of the entry after it): the append
+// must fail with that error, not take the batch for not stored and store
+// it a second time.
+func TestJetStreamBatchWhoseAnswerWasLostAndCannotBeChecked(t *testing.T) {
+	f := newClusterFixture(t, natstest.StartCluster(t, 3))
+	other := f.store(t)
+	ctx := t.Context()
+	for i, failing := range []string{"first", "last", "next"} {
+		s := f.store(t)
 		tape := fmt.Sprintf("t%d", i)
 		if _, err := s.Append(ctx, tape, []Entry{userMsg("first")}); err != nil {
 			t.Fatal(err)
@@ -420,28 +516,33 @@ func TestJetStreamBatchWhoseAnswerWasLostUnderAnotherCommit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w := s.newWriter(tape, []Entry{userMsg("a"), userMsg("b")}, o)
+		w := s.newWriter(tape, []Entry{userMsg("a"), userMsg("b")}, appendOptions{})
 		w.rev = ix.Revision
 		stored, err := numberEntries(w.entries, ix.LastID+1)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if nx, err := w.write(ctx, ix, stored); err != nil || nx.Revision == 0 {
+		nx, err := w.write(ctx, ix, stored)
+		if err != nil || nx.Revision == 0 {
 			t.Fatalf("first commit: %+v, %v", nx, err)
 		}
-		// Its answer is lost; meanwhile another writer commits.
 		if _, err := other.Append(ctx, tape, []Entry{userMsg("c")}); err != nil {
 			t.Fatal(err)
 		}
-		// The batch again (sendBatch's retry), then the attempts Append
-		// makes after one that asks to start over.
+		seq := map[string]uint64{"first": ix.Seq + 1, "last": nx.Seq, "next": nx.Seq + 1}[failing]
+		failed := failingLeader(t, f, s, func(req msgGetRequest) bool {
+			return req.Seq == seq && req.NextFor == s.names.Tape(tape)
+		})
 		_, err = w.write(ctx, ix, stored)
 		got := stored
 		for n := 0; (errors.Is(err, errRetry) || errors.Is(err, errWait)) && n < maxAppendAttempts; n++ {
 			got, err = w.attempt(ctx)
 		}
-		if err != nil || !slices.Equal(contents(t, got), []string{"2:a", "3:b"}) {
-			t.Fatalf("%+v: the append returned %q, %v; want its committed entries 2:a, 3:b", o, contents(t, got), err)
+		if !failed() {
+			t.Fatalf("failing the read of the %s entry: it was never read", failing)
+		}
+		if err == nil || errors.Is(err, errRetry) || errors.Is(err, errWait) || errors.Is(err, errTail) || !strings.Contains(err.Error(), "injected") {
+			t.Fatalf("failing the read of the %s entry: the append returned %q, %v; want the read's error", failing, contents(t, got), err)
 		}
 		wantContents(t, s, tape, "1:first", "2:a", "3:b", "4:c")
 	}
@@ -452,8 +553,56 @@ func TestJetStreamBatchWhoseAnswerWasLostUnderAnotherCommit(t *testing.T) {
 // commits on top of it before the index goes out again, which then fails
 // the compare-and-set against the other writer's index. The append must
 // find its entries committed, not store them a second time; with or
-// without a commit id.
+// without a commit id, and also when the replica that answers the
+// writer's reads of the tape has not stored the entries yet
+// (laggingTape), which answers that they are not there.
 func TestJetStreamIndexWhoseAnswerWasLostUnderAnotherCommit(t *testing.T) {
+	f := newFixture(t)
+	_, js := f.srv.JetStream(t)
+	lossy := &lossyJS{JetStream: js}
+	s, err := NewJetStreamStore(t.Context(), lossy, f.names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := f.store(t)
+	ctx := t.Context()
+	for _, lag := range []bool{false, true} {
+		for i, opts := range [][]AppendOption{{WithCommitID("run-1")}, nil} {
+			tape := fmt.Sprintf("t%d-%v", i, lag)
+			lagging := lagNow(t, s, tape) // a replica that has stored none of the tape
+			if lag {
+				s.stream = lagging
+			}
+			var otherErr error
+			lossy.subject = f.names.TapeIndex(tape)
+			lossy.onLoss = func() { _, otherErr = other.Append(ctx, tape, []Entry{userMsg("c")}) }
+			lossy.lose.Store(true)
+			got, err := s.Append(ctx, tape, []Entry{userMsg("a"), userMsg("b")}, opts...)
+			s.stream = lagging.Stream
+			if otherErr != nil {
+				t.Fatal(otherErr)
+			}
+			if lossy.lose.Load() {
+				t.Fatal("no index answer was lost")
+			}
+			if err != nil || !slices.Equal(contents(t, got), []string{"1:a", "2:b"}) {
+				t.Fatalf("lagging %v, commit id %v: the append returned %q, %v; want its committed entries 1:a, 2:b", lag, opts != nil, contents(t, got), err)
+			}
+			wantContents(t, s, tape, "1:a", "2:b", "3:c")
+		}
+	}
+}
+
+// TestJetStreamIndexWhoseAnswerWasLostUnderAnEmptyCommit: on one server
+// an append's index is stored but not acknowledged, and another writer
+// commits an index of no entries on top of it (a watermark) before the
+// index goes out again, which then fails the compare-and-set. No entry
+// follows the append's, so only an index that ends at them tells that
+// they are committed, and the replica that answers the writer's index
+// reads lags: it keeps answering the index the append started from. The
+// append must find its entries committed (not fail, nor store them a
+// second time); with or without a commit id.
+func TestJetStreamIndexWhoseAnswerWasLostUnderAnEmptyCommit(t *testing.T) {
 	f := newFixture(t)
 	_, js := f.srv.JetStream(t)
 	lossy := &lossyJS{JetStream: js}
@@ -465,69 +614,282 @@ func TestJetStreamIndexWhoseAnswerWasLostUnderAnotherCommit(t *testing.T) {
 	ctx := t.Context()
 	for i, opts := range [][]AppendOption{{WithCommitID("run-1")}, nil} {
 		tape := fmt.Sprintf("t%d", i)
+		if _, err := s.Append(ctx, tape, []Entry{userMsg("first")}); err != nil {
+			t.Fatal(err)
+		}
+		subj := f.names.TapeIndex(tape)
+		old, err := s.leaderGet(ctx, msgGetRequest{LastFor: subj})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stale := staleLast{Stream: s.stream, subject: subj, last: old}
+		s.stream = stale
 		var otherErr error
-		lossy.subject = f.names.TapeIndex(tape)
-		lossy.onLoss = func() { _, otherErr = other.Append(ctx, tape, []Entry{userMsg("c")}) }
+		lossy.subject = subj
+		lossy.onLoss = func() { _, otherErr = other.Append(ctx, tape, nil, WithWatermark("events", 1)) }
 		lossy.lose.Store(true)
 		got, err := s.Append(ctx, tape, []Entry{userMsg("a"), userMsg("b")}, opts...)
+		s.stream = stale.Stream
 		if otherErr != nil {
 			t.Fatal(otherErr)
 		}
 		if lossy.lose.Load() {
 			t.Fatal("no index answer was lost")
 		}
-		if err != nil || !slices.Equal(contents(t, got), []string{"1:a", "2:b"}) {
-			t.Fatalf("%v: the append returned %q, %v; want its committed entries 1:a, 2:b", opts, contents(t, got), err)
+		if err != nil || !slices.Equal(contents(t, got), []string{"2:a", "3:b"}) {
+			t.Fatalf("commit id %v: the append returned %q, %v; want its committed entries 2:a, 3:b", opts != nil, contents(t, got), err)
 		}
-		wantContents(t, s, tape, "1:a", "2:b", "3:c")
+		wantContents(t, s, tape, "1:first", "2:a", "3:b")
+		if ix, err := s.Index(ctx, tape); err != nil || ix.Watermark("events") != 1 {
+			t.Fatalf("index %+v, %v; want the other writer's watermark", ix, err)
+		}
 	}
 }
 
-// staleTail answers the next read of the last message of subject with
-// last, as a replica that has not stored what came after it yet would.
-type staleTail struct {
+// TestJetStreamResetWhoseAnswerWasLostOnALaggingReplica: on one server
+// a reset's index is stored but not acknowledged, so its retry fails the
+// compare-and-set against itself, and the replica that answers the
+// writer's index reads lags: it keeps answering the index the reset
+// started from. The reset must find its index stored, neither fail with
+// ErrConflict nor reset the tape a second time.
+func TestJetStreamResetWhoseAnswerWasLostOnALaggingReplica(t *testing.T) {
+	f := newFixture(t)
+	_, js := f.srv.JetStream(t)
+	lossy := &lossyJS{JetStream: js, subject: f.names.TapeIndex("t")}
+	s, err := NewJetStreamStore(t.Context(), lossy, f.names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if _, err := s.Append(ctx, "t", []Entry{userMsg("a"), userMsg("b")}); err != nil {
+		t.Fatal(err)
+	}
+	old, err := s.leaderGet(ctx, msgGetRequest{LastFor: f.names.TapeIndex("t")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, _ := f.srv.JetStream(t)
+	published, err := nc.SubscribeSync(f.names.TapeIndex("t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	stale := staleLast{Stream: s.stream, subject: f.names.TapeIndex("t"), last: old}
+	s.stream = stale
+	lossy.lose.Store(true)
+	if err := s.Reset(ctx, "t"); err != nil {
+		t.Fatalf("reset: %v", err)
+	}
+	s.stream = stale.Stream
+	if lossy.lose.Load() {
+		t.Fatal("no index answer was lost")
+	}
+	if err := nc.Flush(); err != nil { // every index sent is pending by now
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	for {
+		m, err := published.NextMsg(0)
+		if err != nil {
+			break
+		}
+		ids[m.Header.Get(subjects.HeaderMsgID)] = true
+	}
+	if len(ids) != 1 {
+		t.Fatalf("indexes %v published, want the reset's only (sent again under its id)", slices.Sorted(maps.Keys(ids)))
+	}
+	wantContents(t, s, "t")
+	if n := subjectMessages(t, s, "t"); n != 0 {
+		t.Fatalf("%d messages left on the tape subject, want the reset's purge", n)
+	}
+}
+
+// laggingTape answers the reads of the subject of a tape as a replica
+// that has stored the stream up to last (nil: none of the subject) and
+// stopped there would, every time: last as the subject's last message,
+// none of the subject after it (message gets, consumers). Other reads
+// pass through to the stream.
+type laggingTape struct {
 	jetstream.Stream
 	subject string
 	last    *jetstream.RawStreamMsg
-	stale   atomic.Bool
 }
 
-func (s *staleTail) GetLastMsgForSubject(ctx context.Context, subject string) (*jetstream.RawStreamMsg, error) {
-	if subject == s.subject && s.stale.CompareAndSwap(true, false) {
-		return s.last, nil
+// lagNow returns s's stream as a replica that stops applying it now would
+// answer the reads of tape's subject.
+func lagNow(t *testing.T, s *JetStreamStore, tape string) *laggingTape {
+	t.Helper()
+	subj := s.names.Tape(tape)
+	last, err := s.leaderGet(t.Context(), msgGetRequest{LastFor: subj})
+	if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+		t.Fatal(err)
 	}
-	return s.Stream.GetLastMsgForSubject(ctx, subject)
+	return &laggingTape{Stream: s.stream, subject: subj, last: last}
 }
+
+// upTo is the last stream sequence of the subject the replica stored.
+func (l *laggingTape) upTo() uint64 {
+	if l.last == nil {
+		return 0
+	}
+	return l.last.Sequence
+}
+
+func (l *laggingTape) GetLastMsgForSubject(ctx context.Context, subject string) (*jetstream.RawStreamMsg, error) {
+	if subject != l.subject {
+		return l.Stream.GetLastMsgForSubject(ctx, subject)
+	}
+	if l.last == nil {
+		return nil, jetstream.ErrMsgNotFound
+	}
+	return l.last, nil
+}
+
+func (l *laggingTape) GetMsg(ctx context.Context, seq uint64, opts ...jetstream.GetMsgOpt) (*jetstream.RawStreamMsg, error) {
+	m, err := l.Stream.GetMsg(ctx, seq, opts...)
+	if err == nil && m.Subject == l.subject && m.Sequence > l.upTo() {
+		return nil, jetstream.ErrMsgNotFound
+	}
+	return m, err
+}
+
+func (l *laggingTape) CreateConsumer(ctx context.Context, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
+	c, err := l.Stream.CreateConsumer(ctx, cfg)
+	if err != nil || cfg.FilterSubject != l.subject {
+		return c, err
+	}
+	return laggingConsumer{Consumer: c, upTo: l.upTo()}, nil
+}
+
+// laggingConsumer is a consumer on a replica that has stored the stream
+// up to sequence upTo.
+type laggingConsumer struct {
+	jetstream.Consumer
+	upTo uint64
+}
+
+func (c laggingConsumer) FetchNoWait(n int) (jetstream.MessageBatch, error) {
+	b, err := c.Consumer.FetchNoWait(n)
+	if err != nil {
+		return nil, err
+	}
+	msgs := make(chan jetstream.Msg, n)
+	for m := range b.Messages() {
+		if md, err := m.Metadata(); err == nil && md.Sequence.Stream <= c.upTo {
+			msgs <- m
+		}
+	}
+	close(msgs)
+	return messageBatch{msgs, b.Error()}, nil
+}
+
+type messageBatch struct {
+	msgs chan jetstream.Msg
+	err  error
+}
+
+func (b messageBatch) Messages() <-chan jetstream.Msg { return b.msgs }
+func (b messageBatch) Error() error                   { return b.err }
 
 // TestJetStreamBatchMeetingItsOrphansOnALaggingReplica: on a 3-server
 // cluster a commit retried after a crash sends its atomic batch, which
 // the stream rejects as a duplicate of the crashed chain's orphans; the
-// replica asked for the tape's last entry lags and answers the tail the
-// batch expected. That answer must not pass for the batch being stored:
-// the append adopts the orphans and commits, never returns as committed
-// a commit it did not store.
+// replica that answers the writer's reads of the tape lags: it has not
+// stored the orphans and answers the tail the batch expected. That must
+// not pass for the batch being stored, nor for no orphans: the append
+// adopts the orphans and commits, never returns as committed a commit it
+// did not store.
 func TestJetStreamBatchMeetingItsOrphansOnALaggingReplica(t *testing.T) {
 	s := newClusterFixture(t, natstest.StartCluster(t, 3)).store(t)
 	ctx := t.Context()
 	if _, err := s.Append(ctx, "t", []Entry{userMsg("first")}); err != nil {
 		t.Fatal(err)
 	}
-	last, err := s.stream.GetLastMsgForSubject(ctx, s.names.Tape("t"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	lagging := lagNow(t, s, "t")
 	crash(t, s, "t", []Entry{userMsg("a"), userMsg("b"), userMsg("c")}, 2, WithCommitID("run-1"))
-	lagging := &staleTail{Stream: s.stream, subject: s.names.Tape("t"), last: last}
-	lagging.stale.Store(true)
 	s.stream = lagging
 	got, err := s.Append(ctx, "t", []Entry{userMsg("a"), userMsg("b"), userMsg("c")}, WithCommitID("run-1"))
+	s.stream = lagging.Stream
 	if err != nil || !slices.Equal(contents(t, got), []string{"2:a", "3:b", "4:c"}) {
 		t.Fatalf("the append returned %q, %v", contents(t, got), err)
 	}
-	if lagging.stale.Load() {
-		t.Fatal("the tail was never read")
-	}
 	wantContents(t, s, "t", "1:first", "2:a", "3:b", "4:c")
+}
+
+// TestJetStreamAppendAfterAConflictReadsTheIndexFromTheLeader: another
+// writer commits, and the replica that answers this store's index reads
+// lags: it keeps answering the index from before that commit, and this
+// store has seen none newer. The append that starts from it finds the
+// other writer's entry after the committed ones and, with no grace for
+// orphans, fences at once, which fails; the next attempt must read the
+// index from the stream leader, not start from the old one again until
+// it gives up with ErrConflict.
+func TestJetStreamAppendAfterAConflictReadsTheIndexFromTheLeader(t *testing.T) {
+	f := newFixture(t)
+	s, other := f.store(t, WithOrphanGrace(0)), f.store(t)
+	ctx := t.Context()
+	if _, err := s.Append(ctx, "t", []Entry{userMsg("a")}); err != nil {
+		t.Fatal(err)
+	}
+	subj := f.names.TapeIndex("t")
+	old, err := s.leaderGet(ctx, msgGetRequest{LastFor: subj})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Append(ctx, "t", []Entry{userMsg("b")}); err != nil {
+		t.Fatal(err)
+	}
+	stale := staleLast{Stream: s.stream, subject: subj, last: old}
+	s.stream = stale
+	got, err := s.Append(ctx, "t", []Entry{userMsg("c")})
+	s.stream = stale.Stream
+	if err != nil || !slices.Equal(contents(t, got), []string{"3:c"}) {
+		t.Fatalf("the append returned %q, %v", contents(t, got), err)
+	}
+	wantContents(t, s, "t", "1:a", "2:b", "3:c")
+}
+
+// TestJetStreamRepairsOrphansALaggingReplicaHasNotStored: a dead writer's
+// orphans lie after the committed entries, and the replica that answers
+// this store's reads of the tape (its tail, its messages, a consumer of
+// it) has not stored them, and keeps answering so. The append must find
+// them all the same, fence and delete them and commit after the committed
+// entries: neither fail with ErrConflict (the tail it read matched the
+// one its append expected, so it started over until it gave up) nor
+// commit over orphans it did not read (inside the committed range they
+// make the tape unreadable). As a chain on one server and as an atomic
+// batch on a cluster.
+func TestJetStreamRepairsOrphansALaggingReplicaHasNotStored(t *testing.T) {
+	cluster := natstest.StartCluster(t, 3)
+	for _, on := range []string{"one server", "cluster"} {
+		t.Run(on, func(t *testing.T) {
+			var f jsFixture
+			if on == "cluster" {
+				f = newClusterFixture(t, cluster)
+			} else {
+				f = newFixture(t)
+			}
+			s := f.store(t, WithOrphanGrace(0))
+			ctx := t.Context()
+			if _, err := s.Append(ctx, "t", []Entry{userMsg("first")}); err != nil {
+				t.Fatal(err)
+			}
+			lagging := lagNow(t, s, "t")
+			crash(t, s, "t", []Entry{userMsg("x"), userMsg("y")}, 2, WithCommitID("run-x"))
+			s.stream = lagging
+			got, err := s.Append(ctx, "t", []Entry{userMsg("b"), userMsg("c")})
+			s.stream = lagging.Stream
+			if err != nil || !slices.Equal(contents(t, got), []string{"2:b", "3:c"}) {
+				t.Fatalf("the append returned %q, %v", contents(t, got), err)
+			}
+			if n := subjectMessages(t, s, "t"); n != 3 {
+				t.Fatalf("%d messages on the tape subject, want the 3 committed (the orphans deleted)", n)
+			}
+			wantContents(t, s, "t", "1:first", "2:b", "3:c")
+		})
+	}
 }
 
 // TestJetStreamWritersOnTwoConnectionsNeverInterleave: two stores append

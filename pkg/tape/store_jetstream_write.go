@@ -91,6 +91,7 @@ type writer struct {
 	o         appendOptions
 	commitKey string
 	rev       uint64 // index revision the current attempt started from
+	tried     bool   // an attempt read its index already
 	// The newest foreign orphan seen and when it was first seen.
 	orphanTail   uint64
 	orphanSeenAt time.Time
@@ -159,13 +160,17 @@ func (w *writer) attempt(ctx context.Context) ([]Entry, error) {
 }
 
 // index returns the index an attempt starts from: the caller's (see
-// WithIndex) the first time, a fresh read after that.
+// WithIndex) the first time, a fresh read after that, which an attempt
+// after one that did not commit reads from the stream leader: a replica
+// that lags may keep answering the index the failed one started from.
 func (w *writer) index(ctx context.Context) (Index, error) {
+	again := w.tried
+	w.tried = true
 	if ix := w.o.index; ix != nil && ix.Tape == w.tape {
 		w.o.index = nil
 		return *ix, nil
 	}
-	return w.s.Index(ctx, w.tape)
+	return w.s.index(ctx, w.tape, again)
 }
 
 // write stores stored after the committed entries of ix and then the
@@ -291,11 +296,14 @@ func (w *writer) sendBatch(ctx context.Context, ix Index, stored []Entry, adopte
 		// so the duplicate is this batch, stored by an attempt whose
 		// answer got lost, or an orphan of this commit that a checked
 		// chain left, which a repair adopts. The subject's last
-		// sequence cannot tell them apart: a replica that lags may
-		// answer the tail the batch expected although the batch is
-		// stored, or orphans are. A batch is stored consecutively, so
-		// its first entry right after that tail locates all of it.
-		m, err := s.stream.GetMsg(ctx, tail+1, jetstream.WithGetMsgSubject(w.subj))
+		// sequence cannot tell them apart, but a batch is stored
+		// consecutively, so its first entry right after the tail it
+		// expected locates all of it. The stream leader answers (see
+		// landed): a replica that lags may not have stored the batch.
+		m, err := s.leaderRead(ctx, msgGetRequest{Seq: tail + 1, NextFor: w.subj})
+		if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+			return Index{}, fmt.Errorf("reading the batch: %w", err)
+		}
 		if err == nil && m.Header.Get(subjects.HeaderMsgID) == w.entryID(fresh[0]) {
 			first := m.Sequence
 			if len(adopted) > 0 {
@@ -324,22 +332,30 @@ func (w *writer) sendBatch(ctx context.Context, ix Index, stored []Entry, adopte
 // writer committed after it before the retry: the retry then fails as if
 // it had lost to that writer, and starting over would store the commit a
 // second time under new ids (without a commit id nothing else tells).
-// Any replica may answer the reads and one that lags answers an older
-// state, so only facts that stay true once seen count: the tape's next
-// entry expected the subject to end at last (a writer's first entry
-// expects the last committed entry of its index, and no writer but this
-// commit's continues after its entries), or an index ends at last (an
-// index names only committed positions; a fence publishes the index it
-// fences again).
+// It reads the entry at last, the next one and the index from the stream
+// leader (leaderRead), which has every message the stream stored: a
+// replica that lags could answer that they are not there. Others may
+// write meanwhile, so only facts that stay true once seen count: the
+// tape's next entry expected the subject to end at last (a writer's
+// first entry expects the last committed entry of its index, and no
+// writer but this commit's continues after its entries), or an index
+// ends at last (an index names only committed positions; a fence
+// publishes the index it fences again).
 func (w *writer) landed(ctx context.Context, first, last uint64, stored []Entry) (bool, error) {
 	s := w.s
-	m, err := s.stream.GetMsg(ctx, last, jetstream.WithGetMsgSubject(w.subj))
+	m, err := s.leaderRead(ctx, msgGetRequest{Seq: last, NextFor: w.subj})
+	if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false, fmt.Errorf("reading the commit: %w", err)
+	}
 	if err != nil || m.Sequence != last || m.Header.Get(subjects.HeaderMsgID) != w.entryID(stored[len(stored)-1]) {
 		return false, nil
 	}
-	next, err := s.stream.GetMsg(ctx, last+1, jetstream.WithGetMsgSubject(w.subj))
+	next, err := s.leaderRead(ctx, msgGetRequest{Seq: last + 1, NextFor: w.subj})
+	if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false, fmt.Errorf("reading the commit: %w", err)
+	}
 	if err != nil || next.Header.Get(jetstream.ExpectedLastSubjSeqHeader) != strconv.FormatUint(last, 10) {
-		ix, err := s.Index(ctx, w.tape)
+		ix, err := s.index(ctx, w.tape, true)
 		if err != nil || ix.Entries == 0 || ix.Seq != last {
 			return false, err
 		}
@@ -376,8 +392,9 @@ func (s *JetStreamStore) putIndex(ctx context.Context, ix Index, rev uint64, id 
 		// One server checks the expected sequence before its duplicate
 		// window, so an attempt stored although its answer got lost makes
 		// the next one fail so: it is this index when the subject's last
-		// message carries its id.
-		if last, gerr := s.stream.GetLastMsgForSubject(ctx, m.Subject); gerr == nil && last.Header.Get(subjects.HeaderMsgID) == id {
+		// message, as the stream leader answers it (a replica that lags
+		// may not have stored it), carries its id.
+		if last, gerr := s.leaderRead(ctx, msgGetRequest{LastFor: m.Subject}); gerr == nil && last.Header.Get(subjects.HeaderMsgID) == id {
 			return last.Sequence, nil
 		}
 		return 0, errRetry
@@ -445,7 +462,10 @@ func awaitAck(ctx context.Context, f jetstream.PubAckFuture, lost <-chan time.Ti
 // while the orphans are younger than the grace period (measured from when
 // this call first saw the newest of them, so no clocks are compared) it
 // waits for the index to change and returns errWait; then it fences the
-// index, deletes them and returns errRetry.
+// index, deletes them and returns errRetry. It reads the orphans from the
+// stream leader, one message get each (scanLeader): a consumer may be
+// placed on a replica that lags, which would answer fewer of them, and
+// the commit would then be written over the others.
 func (w *writer) repair(ctx context.Context, ix Index, last uint64, stored []Entry) ([]uint64, error) {
 	type orphan struct {
 		seq   uint64
@@ -454,7 +474,7 @@ func (w *writer) repair(ctx context.Context, ix Index, last uint64, stored []Ent
 		ok    bool
 	}
 	var orphans []orphan
-	err := w.s.scan(ctx, w.subj, ix.Seq+1, last, 0, func(seq uint64, msgID string, data []byte) error {
+	err := w.s.scanLeader(ctx, w.subj, ix.Seq+1, last, 0, func(seq uint64, msgID string, data []byte) error {
 		e, ok := decodeMessage(data)
 		orphans = append(orphans, orphan{seq, msgID, e, ok})
 		return nil
@@ -636,9 +656,11 @@ func publishError(err error) error {
 }
 
 // lastSeq returns the stream sequence of the last message of subj, 0 when
-// it has none.
+// it has none, as the stream leader answers it (leaderGet): a writer reads
+// it after a conflict, to find where the tape's subject ends, and a
+// replica that lags would answer an older end.
 func (s *JetStreamStore) lastSeq(ctx context.Context, subj string) (uint64, error) {
-	m, err := s.stream.GetLastMsgForSubject(ctx, subj)
+	m, err := s.leaderRead(ctx, msgGetRequest{LastFor: subj})
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, nil
 	}
