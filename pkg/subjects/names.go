@@ -349,6 +349,17 @@ func (n Names) DirectGet(domain, stream string) string {
 	return "$JS.API.DIRECT.GET." + stream
 }
 
+// MsgGet is the JetStream message-get request subject of stream in
+// JetStream domain (empty = the local one; its request body names the
+// message: {"seq": …, "next_by_subj": …} or {"last_by_subj": …}). Unlike a
+// direct get, only the stream's leader answers it.
+func (n Names) MsgGet(domain, stream string) string {
+	if domain != "" {
+		return "$JS." + domain + ".API.STREAM.MSG.GET." + stream
+	}
+	return "$JS.API.STREAM.MSG.GET." + stream
+}
+
 // KVStream is the stream backing a KV bucket (KV_<bucket>).
 func (n Names) KVStream(bucket string) string { return "KV_" + bucket }
 

@@ -79,6 +79,8 @@ func TestGoldenNames(t *testing.T) {
 		{n.TurnSessionKeys(), "*.*.*"},
 		{n.DirectGet("", "KV_bub_turns"), "$JS.API.DIRECT.GET.KV_bub_turns"},
 		{n.DirectGet("hub", "KV_bub_turns"), "$JS.hub.API.DIRECT.GET.KV_bub_turns"},
+		{n.MsgGet("", "BUB_TAPES"), "$JS.API.STREAM.MSG.GET.BUB_TAPES"},
+		{n.MsgGet("hub", "BUB_TAPES"), "$JS.hub.API.STREAM.MSG.GET.BUB_TAPES"},
 		{n.KVPut("", "bub_turns", "done.x"), "$KV.bub_turns.done.x"},
 		{n.KVPut("hub", "bub_turns", "done.x"), "$JS.hub.API.$KV.bub_turns.done.x"},
 		{n.TurnRunKey("cli:local", "e1"), "cli_3alocal.run.e1"},

@@ -240,7 +240,7 @@ func NewJetStreamStore(ctx context.Context, js jetstream.JetStream, names subjec
 	if cfg.AllowDirect {
 		s.directSubject = names.DirectGet(domain, names.TapesStream())
 	}
-	s.msgGetSubject = msgGetSubject(domain, names.TapesStream())
+	s.msgGetSubject = names.MsgGet(domain, names.TapesStream())
 	s.atomic = cfg.Replicas > 1 && cfg.AllowAtomicPublish
 	return s, nil
 }

@@ -116,16 +116,6 @@ type msgGetResponse struct {
 	} `json:"message,omitempty"`
 }
 
-// msgGetSubject is the subject of the message gets of stream, in the
-// JetStream domain domain ("" for none), named as
-// [subjects.Names.DirectGet] names its direct gets.
-func msgGetSubject(domain, stream string) string {
-	if domain != "" {
-		return "$JS." + domain + ".API.STREAM.MSG.GET." + stream
-	}
-	return "$JS.API.STREAM.MSG.GET." + stream
-}
-
 // leaderGet returns the message req asks for, [jetstream.ErrMsgNotFound]
 // when there is none, with a message get: in a cluster only the stream
 // leader answers one, so it sees every message the stream stored. The
