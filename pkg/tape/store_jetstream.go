@@ -605,16 +605,12 @@ func fetchNoWait(cons jetstream.Consumer, want int) ([]jetstream.Msg, error) {
 }
 
 // scanLeader is scan from the stream leader, with one message get per
-// message (leaderGet): for a few messages of a stream without direct gets
+// message (leaderRead): for a few messages of a stream without direct gets
 // cheaper than creating, pulling from and deleting a consumer, and how a
 // read that met a replica that lags reads again, slower but right.
 func (s *JetStreamStore) scanLeader(ctx context.Context, subj string, start, end uint64, limit int, fn func(seq uint64, msgID string, data []byte) error) error {
 	for seq, n := start, 0; (limit <= 0 || n < limit) && seq <= end; n++ {
-		var m *jetstream.RawStreamMsg
-		err := jsretry.Read(ctx, func(ctx context.Context) (err error) {
-			m, err = s.leaderGet(ctx, msgGetRequest{Seq: seq, NextFor: subj})
-			return err
-		})
+		m, err := s.leaderRead(ctx, msgGetRequest{Seq: seq, NextFor: subj})
 		if errors.Is(err, jetstream.ErrMsgNotFound) || err == nil && m.Sequence > end {
 			return nil
 		}

@@ -289,7 +289,7 @@ func onFollower(t *testing.T, c *natstest.Cluster, f jsFixture) jsFixture {
 // reader is connected to a follower.
 func TestJetStreamNeverReadsFencedOrphansFromALaggingReplica(t *testing.T) {
 	cluster := natstest.StartCluster(t, 3)
-	for _, on := range []string{"one server", "cluster"} {
+	for _, on := range layouts {
 		for _, c := range []struct {
 			name string
 			opts []AppendOption // of the commit over the orphans
@@ -302,14 +302,10 @@ func TestJetStreamNeverReadsFencedOrphansFromALaggingReplica(t *testing.T) {
 			{"limited read of a commit with an id", []AppendOption{WithCommitID("run-b")}, All().Limit(2), []string{"1:first", "2:b"}},
 		} {
 			t.Run(on+"/"+c.name, func(t *testing.T) {
-				var f, reader jsFixture
-				if on == "cluster" {
-					f = newClusterFixture(t, cluster)
-				} else {
-					f = newFixture(t)
-				}
+				f := fixtureOn(t, on, cluster)
 				s := f.store(t, WithOrphanGrace(0))
-				if reader = f; on == "cluster" {
+				reader := f
+				if on == "cluster" {
 					reader = onFollower(t, cluster, f)
 				}
 				ctx := t.Context()
@@ -387,15 +383,12 @@ func (s staleLast) GetLastMsgForSubject(ctx context.Context, subject string) (*j
 // store is connected to a follower.
 func TestJetStreamReadsAStaleIndexFromTheLeader(t *testing.T) {
 	cluster := natstest.StartCluster(t, 3)
-	for _, on := range []string{"one server", "cluster"} {
+	for _, on := range layouts {
 		t.Run(on, func(t *testing.T) {
-			var f jsFixture
+			f := fixtureOn(t, on, cluster)
 			if on == "cluster" {
-				f = newClusterFixture(t, cluster)
 				f.store(t) // provisions the stream
 				f = onFollower(t, cluster, f)
-			} else {
-				f = newFixture(t)
 			}
 			s := f.store(t)
 			ctx := t.Context()

@@ -41,6 +41,18 @@ func newClusterFixture(t *testing.T, c *natstest.Cluster) jsFixture {
 	return onServer(t, c.Servers[0], 3)
 }
 
+// layouts are the layouts a test of replicas that lag runs on: one
+// server, and a cluster (see fixtureOn).
+var layouts = []string{"one server", "cluster"}
+
+// fixtureOn returns a fixture on one server, or on c for "cluster".
+func fixtureOn(t *testing.T, on string, c *natstest.Cluster) jsFixture {
+	if on == "cluster" {
+		return newClusterFixture(t, c)
+	}
+	return newFixture(t)
+}
+
 func onServer(t *testing.T, srv *natstest.Server, replicas int) jsFixture {
 	t.Helper()
 	names, err := subjects.New(fmt.Sprintf("i%d", internalPrefixes.Add(1)))
@@ -863,14 +875,9 @@ func TestJetStreamAppendAfterAConflictReadsTheIndexFromTheLeader(t *testing.T) {
 // batch on a cluster.
 func TestJetStreamRepairsOrphansALaggingReplicaHasNotStored(t *testing.T) {
 	cluster := natstest.StartCluster(t, 3)
-	for _, on := range []string{"one server", "cluster"} {
+	for _, on := range layouts {
 		t.Run(on, func(t *testing.T) {
-			var f jsFixture
-			if on == "cluster" {
-				f = newClusterFixture(t, cluster)
-			} else {
-				f = newFixture(t)
-			}
+			f := fixtureOn(t, on, cluster)
 			s := f.store(t, WithOrphanGrace(0))
 			ctx := t.Context()
 			if _, err := s.Append(ctx, "t", []Entry{userMsg("first")}); err != nil {
