@@ -140,7 +140,7 @@ func FuzzSSEEvent(f *testing.F) {
 			t.Fatalf("event %q with data %q: not one line each", name, data)
 		}
 		switch {
-		case name == "error":
+		case name == "invalid":
 		case delta:
 			var want bytes.Buffer
 			if name != "delta" || json.Compact(&want, body) != nil || string(data) != want.String() && string(data) != string(body) {

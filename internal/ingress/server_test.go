@@ -318,7 +318,8 @@ func TestShutdownEndsEventStreams(t *testing.T) {
 // /v1/sessions/{s}/events: a token delta of any run of the session is a
 // "delta" event with the delta as data, a lifecycle event is named by its
 // type with the structured event as data, and a foreign message on the
-// events subject is an "error" event; another session's are not sent.
+// events subject is an "invalid" event (not "error", which a browser's
+// EventSource hands to onerror); another session's are not sent.
 func TestEventStreamCarriesDeltasAndEvents(t *testing.T) {
 	f := setup(t, ingress.Config{})
 	resp, err := http.Get(f.srv.URL + "/v1/sessions/s1/events")
@@ -349,7 +350,7 @@ func TestEventStreamCarriesDeltasAndEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want := [][2]string{{"delta", delta}, {ev.Type(), ""}, {"error", ""}}
+	want := [][2]string{{"delta", delta}, {ev.Type(), ""}, {"invalid", ""}}
 	for i := 0; i < len(want); {
 		if !lines.Scan() {
 			t.Fatalf("stream ended: %v", lines.Err())

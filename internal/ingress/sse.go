@@ -75,7 +75,7 @@ func (s *Server) streamSession(w http.ResponseWriter, r *http.Request) {
 // sseEvent names and renders one NATS message for the SSE stream: a
 // token delta (delta, from the token stream, never a CloudEvent) as the
 // JSON it is, a lifecycle event as a structured CloudEvent, and anything
-// else as an "error" event that says why. The data is one line, as SSE's
+// else as an "invalid" event that says why. The data is one line, as SSE's
 // framing needs: JSON that spans lines (a publisher's pretty-printed
 // event data) is compacted.
 func sseEvent(m *nats.Msg, delta bool) (name string, data []byte) {
@@ -112,8 +112,10 @@ func oneLine(b []byte) []byte {
 	return c.Bytes()
 }
 
-// sseError is the "error" event of message m: err and m's subject.
+// sseError is the "invalid" event of message m: err and m's subject. It
+// is not named "error": a browser's EventSource dispatches an event of
+// that name to the same listeners (onerror) as a failed connection.
 func sseError(m *nats.Msg, err error) (name string, data []byte) {
 	b, _ := json.Marshal(map[string]string{"error": err.Error(), "subject": m.Subject})
-	return "error", b
+	return "invalid", b
 }
