@@ -221,11 +221,17 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var await func(context.Context) ([]envelope.Envelope, error)
-	pctx := r.Context()
+	pctx, actx := r.Context(), r.Context()
 	if wait > 0 {
 		await = s.gw.Expect(env.ID)
-		var cancel context.CancelFunc
-		pctx, cancel = context.WithTimeout(pctx, wait) // the publish's retries spend the wait
+		// The publish's retries spend the wait, but a wait shorter than
+		// one publish attempt still gets that attempt: ?wait=1ms must not
+		// fail a publish the stream would have taken. The replies are
+		// awaited for what the publish left of the wait.
+		var cancel, acancel context.CancelFunc
+		actx, acancel = context.WithTimeout(actx, wait)
+		defer acancel()
+		pctx, cancel = context.WithTimeout(pctx, max(wait, publishAttempt))
 		defer cancel()
 	}
 	rc, err := s.gw.Publish(pctx, env)
@@ -255,7 +261,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusAccepted, reply{Receipt: rc})
 		return
 	}
-	outs, err := await(pctx) // what the publish left of the wait
+	outs, err := await(actx)
 	if err != nil {
 		writeJSON(w, http.StatusAccepted, reply{Receipt: rc, Outbounds: outs, Pending: true})
 		return

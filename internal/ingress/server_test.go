@@ -239,6 +239,20 @@ func TestWaitTimeoutReportsPending(t *testing.T) {
 	}
 }
 
+// TestTinyWaitStillPublishes: a wait shorter than any publish (1ns) still
+// gets one whole publish attempt: the message is stored and the answer is
+// 202 pending, not 503 publish_failed.
+func TestTinyWaitStillPublishes(t *testing.T) {
+	f := setup(t, ingress.Config{})
+	status, body := post(t, f.srv.URL+"/v1/messages?wait=1ns", jsonHeader(), `{"content":"in a hurry"}`)
+	if status != 202 || body["pending"] != true || body["id"] == "" {
+		t.Fatalf("got %d %v, want 202 pending with the id", status, body)
+	}
+	if n := f.inboundCount(t); n != 1 {
+		t.Fatalf("inbound stream holds %d messages, want the one posted", n)
+	}
+}
+
 // TestLongNamesAreRejectedAndTheConnectionSurvives: a name that would make
 // a subject longer than the NATS control line (the server then closes the
 // connection that sent it) is a 4xx naming the field, on every route that
