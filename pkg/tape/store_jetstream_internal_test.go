@@ -1314,8 +1314,11 @@ func TestJetStreamListsMoreTapesThanOneRead(t *testing.T) {
 // (the wait's connection does not move, so only the consumer's heartbeats
 // tell), the run the wait is for is committed meanwhile, and the wait
 // still returns its watermark well within its 5s: its follower notices
-// the lost consumer within a second and makes it again. It logs how long
-// the wait took after the commit.
+// the lost consumer within a second and makes it again. Neither the
+// commit's writer nor the stream's leader is on that server: a writer
+// reconnecting, or the stream electing a leader (4–9 s), would hold the
+// commit itself past the wait's 5s. It logs how long the wait took after
+// the commit, and whether the server led the JetStream meta group.
 func TestJetStreamWatermarkWaitOutlivesItsConsumer(t *testing.T) {
 	c := natstest.StartCluster(t, 3)
 	f := newClusterFixture(t, c)
@@ -1337,9 +1340,12 @@ func TestJetStreamWatermarkWaitOutlivesItsConsumer(t *testing.T) {
 		host string
 	)
 	// A wait whose consumer lives on its own connection's server would
-	// see that connection drop: try the servers until one's does not.
-	for i := 0; host == "" && i < len(c.Servers); i++ {
-		waiter := onServer(t, c.Servers[i], 3)
+	// see that connection drop, and one on the stream leader would wait
+	// out an election: try the servers, a few rounds, until a consumer
+	// lands on neither.
+	for i := 0; host == "" && i < 3*len(c.Servers); i++ {
+		own := c.Servers[i%len(c.Servers)]
+		waiter := onServer(t, own, 3)
 		waiter.names = f.names
 		w := waiter.store(t, WithoutProvisioning())
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second) // the workers' ReadYourWrites
@@ -1359,7 +1365,11 @@ func TestJetStreamWatermarkWaitOutlivesItsConsumer(t *testing.T) {
 			}
 			return h != "", "the wait has no consumer yet"
 		})
-		if h != c.Servers[i].Name() {
+		info, err := w.stream.Info(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h != own.Name() && info.Cluster != nil && h != info.Cluster.Leader {
 			host = h
 		} else {
 			cancel()
@@ -1367,16 +1377,24 @@ func TestJetStreamWatermarkWaitOutlivesItsConsumer(t *testing.T) {
 		}
 	}
 	if host == "" {
-		t.Skip("every wait's consumer was on its own connection's server")
+		t.Skip("every wait's consumer was on its own connection's server or the stream leader")
 	}
+	metaLeader := false
+	var survivor *natstest.Server
 	for _, s := range c.Servers {
 		if s.Name() == host {
+			metaLeader = s.JetStreamIsLeader()
 			s.Shutdown()
+		} else {
+			survivor = s
 		}
 	}
+	late := onServer(t, survivor, 3)
+	late.names = f.names
+	lateWriter := late.store(t, WithoutProvisioning())
 	var committed time.Time
 	natstest.Eventually(t, time.Minute, func() (bool, string) {
-		_, err := writer.Append(t.Context(), "t", []Entry{userMsg("b")}, WithWatermark("events", 2), WithCommitID("run-2"))
+		_, err := lateWriter.Append(t.Context(), "t", []Entry{userMsg("b")}, WithWatermark("events", 2), WithCommitID("run-2"))
 		committed = time.Now()
 		return err == nil, fmt.Sprint(err)
 	})
@@ -1384,5 +1402,5 @@ func TestJetStreamWatermarkWaitOutlivesItsConsumer(t *testing.T) {
 	if r.err != nil || r.ix.Watermark("events") != 2 {
 		t.Fatalf("the wait ended with watermark %d: %v", r.ix.Watermark("events"), r.err)
 	}
-	t.Logf("the server of the wait's consumer (%s) died; the wait returned %s after the commit", host, max(0, r.at.Sub(committed)).Round(100*time.Millisecond))
+	t.Logf("the server of the wait's consumer (%s, meta leader %t) died; the wait returned %s after the commit", host, metaLeader, max(0, r.at.Sub(committed)).Round(100*time.Millisecond))
 }
