@@ -264,3 +264,21 @@ func TestHistoryKeepsEarlierRunsAndAddsThisOne(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamStartsSpreadOverATurn: P8's streams start one after another,
+// evenly over ttftSpread, the first at once: never two at the same time,
+// none after the spread.
+func TestStreamStartsSpreadOverATurn(t *testing.T) {
+	if streamStart(0) != 0 {
+		t.Fatalf("the first stream starts after %v, want at once", streamStart(0))
+	}
+	gap := ttftSpread / ttftStreams
+	for i := 1; i < ttftStreams; i++ {
+		if d := streamStart(i) - streamStart(i-1); d != gap {
+			t.Fatalf("stream %d starts %v after stream %d, want %v", i, d, i-1, gap)
+		}
+	}
+	if last := streamStart(ttftStreams - 1); last >= ttftSpread {
+		t.Fatalf("the last stream starts after %v, past the spread of %v", last, ttftSpread)
+	}
+}

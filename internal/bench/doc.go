@@ -31,8 +31,9 @@
 //   - P7 CloudEvent encode+publish through the events Bridge beside
 //     MarshalJSON + raw publish.
 //   - P8 time to first token: the fake model's first streamed delta to an
-//     SSE client of GET /v1/sessions/{s}/events, 50 concurrent streams,
-//     beside a bare SSE relay process of the same model stream.
+//     SSE client of GET /v1/sessions/{s}/events, 50 concurrent streams
+//     spread over about one turn, beside a bare SSE relay process of the
+//     same model stream.
 //   - UP the all-in-one layout (`bub up`) P3 and P4; SCALE turns/s with 1,
 //     2 and 4 worker processes, and a model of scaling across machines
 //     from the CPU each process spends per turn.

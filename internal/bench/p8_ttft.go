@@ -43,6 +43,20 @@ const (
 // deployment sees, not a saturated machine.
 const ttftChunkGap = 150 * time.Millisecond
 
+// ttftSpread is about one turn's length (the model's 3 chunks): the
+// streams start spread over it ([streamStart]).
+const ttftSpread = 3 * ttftChunkGap
+
+// streamStart is when stream i starts after the first: i/ttftStreams of
+// ttftSpread. Independent chat users are not in step. Started together,
+// the streams stay in step (every turn lasts as long), so each turn's
+// first delta would arrive in the same few milliseconds as the starts of
+// the 49 others: that measures a burst of 50 simultaneous turns, not 50
+// concurrent streams.
+func streamStart(i int) time.Duration {
+	return time.Duration(i) * ttftSpread / ttftStreams
+}
+
 // markerRe finds a turn's marker in a model request body; the last one is
 // the turn's own (earlier ones are history).
 var markerRe = regexp.MustCompile(`p8-[0-9A-Za-z-]+`)
@@ -249,6 +263,11 @@ func (t *ttft) run(ctx context.Context, d time.Duration, turn streamTurn) (Laten
 	var wg sync.WaitGroup
 	for i := range ttftStreams {
 		wg.Go(func() {
+			select {
+			case <-time.After(streamStart(i)):
+			case <-ctx.Done():
+				return
+			}
 			if err := turn(ctx, i, out); err != nil && ctx.Err() == nil {
 				errc <- err
 				cancel()
