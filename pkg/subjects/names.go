@@ -343,10 +343,7 @@ func (n Names) KVPut(domain, bucket, key string) string {
 // message: {"last_by_subj": …}); the stream must allow direct gets (every
 // KV bucket does).
 func (n Names) DirectGet(domain, stream string) string {
-	if domain != "" {
-		return "$JS." + domain + ".API.DIRECT.GET." + stream
-	}
-	return "$JS.API.DIRECT.GET." + stream
+	return jsAPI(domain, "DIRECT.GET."+stream)
 }
 
 // MsgGet is the JetStream message-get request subject of stream in
@@ -354,10 +351,16 @@ func (n Names) DirectGet(domain, stream string) string {
 // message: {"seq": …, "next_by_subj": …} or {"last_by_subj": …}). Unlike a
 // direct get, only the stream's leader answers it.
 func (n Names) MsgGet(domain, stream string) string {
+	return jsAPI(domain, "STREAM.MSG.GET."+stream)
+}
+
+// jsAPI is the JetStream API subject rest ("DIRECT.GET.<stream>", …) in
+// domain: $JS.API.<rest>, or $JS.<domain>.API.<rest>.
+func jsAPI(domain, rest string) string {
 	if domain != "" {
-		return "$JS." + domain + ".API.STREAM.MSG.GET." + stream
+		return "$JS." + domain + ".API." + rest
 	}
-	return "$JS.API.STREAM.MSG.GET." + stream
+	return "$JS.API." + rest
 }
 
 // KVStream is the stream backing a KV bucket (KV_<bucket>).

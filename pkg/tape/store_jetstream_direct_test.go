@@ -270,7 +270,7 @@ func onFollower(t *testing.T, c *natstest.Cluster, f jsFixture) jsFixture {
 	leader := c.StreamLeader(t, js, f.names.TapesStream())
 	for _, srv := range c.Servers {
 		if srv != leader {
-			return jsFixture{srv: srv, names: f.names, replicas: f.replicas}
+			return f.on(srv)
 		}
 	}
 	t.Fatal("no follower")

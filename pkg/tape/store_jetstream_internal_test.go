@@ -35,6 +35,12 @@ type jsFixture struct {
 
 func newFixture(t *testing.T) jsFixture { return onServer(t, natstest.Start(t), 1) }
 
+// on is f on another server of its cluster: the same subjects and
+// replicas, its stores connected to srv.
+func (f jsFixture) on(srv *natstest.Server) jsFixture {
+	return jsFixture{srv: srv, names: f.names, replicas: f.replicas}
+}
+
 // newClusterFixture is a fixture on a server of cluster c: its stores
 // provision an R3 tapes stream, so they append atomic batches.
 func newClusterFixture(t *testing.T, c *natstest.Cluster) jsFixture {
@@ -1322,12 +1328,7 @@ func TestJetStreamListsMoreTapesThanOneRead(t *testing.T) {
 func TestJetStreamWatermarkWaitOutlivesItsConsumer(t *testing.T) {
 	c := natstest.StartCluster(t, 3)
 	f := newClusterFixture(t, c)
-	_, js := c.JetStream(t, natstest.Reconnecting...)
-	writer, err := NewJetStreamStore(t.Context(), js, f.names, WithReplicas(3))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := writer.Append(t.Context(), "t", []Entry{userMsg("a")}, WithWatermark("events", 1)); err != nil {
+	if _, err := f.store(t).Append(t.Context(), "t", []Entry{userMsg("a")}, WithWatermark("events", 1)); err != nil {
 		t.Fatal(err)
 	}
 	type result struct {
@@ -1345,9 +1346,7 @@ func TestJetStreamWatermarkWaitOutlivesItsConsumer(t *testing.T) {
 	// lands on neither.
 	for i := 0; host == "" && i < 3*len(c.Servers); i++ {
 		own := c.Servers[i%len(c.Servers)]
-		waiter := onServer(t, own, 3)
-		waiter.names = f.names
-		w := waiter.store(t, WithoutProvisioning())
+		w := f.on(own).store(t, WithoutProvisioning())
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second) // the workers' ReadYourWrites
 		t.Cleanup(cancel)
 		got = make(chan result, 1)
@@ -1365,11 +1364,7 @@ func TestJetStreamWatermarkWaitOutlivesItsConsumer(t *testing.T) {
 			}
 			return h != "", "the wait has no consumer yet"
 		})
-		info, err := w.stream.Info(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h != own.Name() && info.Cluster != nil && h != info.Cluster.Leader {
+		if h != own.Name() && h != c.StreamLeader(t, w.js, f.names.TapesStream()).Name() {
 			host = h
 		} else {
 			cancel()
@@ -1389,9 +1384,7 @@ func TestJetStreamWatermarkWaitOutlivesItsConsumer(t *testing.T) {
 			survivor = s
 		}
 	}
-	late := onServer(t, survivor, 3)
-	late.names = f.names
-	lateWriter := late.store(t, WithoutProvisioning())
+	lateWriter := f.on(survivor).store(t, WithoutProvisioning())
 	var committed time.Time
 	natstest.Eventually(t, time.Minute, func() (bool, string) {
 		_, err := lateWriter.Append(t.Context(), "t", []Entry{userMsg("b")}, WithWatermark("events", 2), WithCommitID("run-2"))
