@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -225,16 +226,28 @@ func directSnapshot(t *testing.T, nc *nats.Conn, s *JetStreamStore, tape string)
 // laggingReplica answers every batched direct get sent to subject from
 // the snapshot msgs, eob (see directSnapshot), as a replica that stopped
 // applying the stream would. It returns the number of requests answered
-// so far.
+// so far. It answers nothing once the test's cleanup began: an answer
+// still being sent then finishes first (Unsubscribe alone does not wait
+// for it, and its publish would fail on the closed connection after the
+// test completed).
 func laggingReplica(t *testing.T, nc *nats.Conn, subject string, msgs []*nats.Msg, eob *nats.Msg) func() int64 {
 	t.Helper()
-	var n atomic.Int64
+	var (
+		n       atomic.Int64
+		mu      sync.Mutex
+		stopped bool
+	)
 	reply := func(to string, a *nats.Msg) {
 		if err := nc.PublishMsg(&nats.Msg{Subject: to, Header: a.Header, Data: a.Data}); err != nil {
 			t.Error(err)
 		}
 	}
 	sub, err := nc.Subscribe(subject, func(m *nats.Msg) {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
+		}
 		var req directRequest
 		if err := json.Unmarshal(m.Data, &req); err != nil {
 			t.Error(err)
@@ -254,7 +267,12 @@ func laggingReplica(t *testing.T, nc *nats.Conn, subject string, msgs []*nats.Ms
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	t.Cleanup(func() {
+		_ = sub.Unsubscribe()
+		mu.Lock()
+		stopped = true
+		mu.Unlock()
+	})
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
