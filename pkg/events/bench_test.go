@@ -2,6 +2,7 @@ package events_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/bubbus/bub/internal/natstest"
 	"github.com/bubbus/bub/pkg/bub"
 	"github.com/bubbus/bub/pkg/events"
+	"github.com/bubbus/bub/pkg/llm"
 	"github.com/bubbus/bub/pkg/subjects"
 	"github.com/bubbus/bub/pkg/tools"
 )
@@ -155,4 +157,38 @@ func BenchmarkPublish(b *testing.B) {
 			b.Fatal(err)
 		}
 	})
+}
+
+// BenchmarkDecode is what the recorder does with each event it consumes:
+// decode the message into a CloudEvent and its data into the typed
+// payload, here a chat.finished with a system prompt and two messages.
+func BenchmarkDecode(b *testing.B) {
+	reply := "Hello! How can I help you today?"
+	data := events.ChatFinishedData{
+		SystemPrompt: strings.Repeat("You are a helpful assistant. ", 40),
+		NewMessages: []llm.Message{
+			{Role: llm.RoleUser, Content: llm.Text("hello, what can you do?")},
+			{Role: llm.RoleAssistant, Content: llm.Text(reply)},
+		},
+		ToolResults: []any{}, ResponseText: &reply, Provider: "openai", Model: "gpt-4o",
+	}
+	ev, err := events.New(events.TypeChatFinished, events.Attrs{Source: "/bub/worker/w1", SessionID: "http:alice", RunID: events.NewID()}, data)
+	if err != nil {
+		b.Fatal(err)
+	}
+	msg, err := events.ToMsg("bub.events.http:alice.chat.finished", ev)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		got, err := events.Decode(msg.Header, msg.Data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := events.DecodePayload(got); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(msg.Data)), "bytes/msg")
 }

@@ -197,14 +197,13 @@ func looksStructured(body []byte) bool {
 	return len(body) > 0 && body[0] == '{' && bytes.Contains(body, []byte(`"specversion"`))
 }
 
-// DecodeData unmarshals the JSON data of e into v, rejecting unknown
-// content types.
+// DecodeData unmarshals the JSON data of e, which must be one JSON value,
+// into v, rejecting unknown content types.
 func DecodeData(e ce.Event, v any) error {
 	if ct := e.DataContentType(); ct != "" && !strings.HasPrefix(ct, ContentTypeJSON) && !strings.HasSuffix(ct, "+json") {
 		return fmt.Errorf("%w: datacontenttype %q is not JSON", ErrInvalidEvent, ct)
 	}
-	dec := json.NewDecoder(bytes.NewReader(e.Data()))
-	if err := dec.Decode(v); err != nil {
+	if err := json.Unmarshal(e.Data(), v); err != nil {
 		return fmt.Errorf("%w: data of %s: %w", ErrInvalidEvent, e.Type(), err)
 	}
 	return nil

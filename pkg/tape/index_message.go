@@ -50,7 +50,9 @@ func appendIndexMessage(b []byte, m entryMessage, ix Index, n int) []byte {
 // expects the tape's index to be at revision rev (0: none yet) and rolls
 // up the older ones.
 func indexMessage(names subjects.Names, source string, ix Index, n int, rev uint64, id string) *nats.Msg {
-	m := &nats.Msg{Subject: names.TapeIndex(ix.Tape), Data: appendIndexMessage(nil, entryMessage{id: id, source: source, session: ix.Tape}, ix, n), Header: messageHeader(id)}
+	m := &nats.Msg{Subject: names.TapeIndex(ix.Tape), Data: encoded(func(b []byte) []byte {
+		return appendIndexMessage(b, entryMessage{id: id, source: source, session: ix.Tape}, ix, n)
+	}), Header: messageHeader(id)}
 	m.Header[jetstream.ExpectedLastSubjSeqHeader] = []string{strconv.FormatUint(rev, 10)}
 	m.Header[jetstream.MsgRollup] = []string{jetstream.MsgRollupSubject}
 	return m

@@ -3,6 +3,8 @@ package tape
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/bubbus/bub/pkg/internal/cewire"
@@ -35,6 +37,33 @@ type entryMessage struct {
 	// session is the tape's name: the subject attribute and the sessionid
 	// and partitionkey extensions.
 	session string
+}
+
+// scratch holds the buffers messages are encoded into before they are
+// copied out at their exact size (see encoded).
+var scratch = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxScratch is the largest buffer scratch keeps: an occasional large
+// message should not pin its buffer.
+const maxScratch = 64 << 10
+
+// encoded returns what appendTo appends to an empty slice, in a slice of
+// exactly that size. It appends to a pooled buffer and copies the result
+// out, so a message costs one allocation of its size instead of one per
+// doubling of a buffer grown from nothing.
+func encoded(appendTo func([]byte) []byte) []byte {
+	p := scratch.Get().(*[]byte)
+	*p = appendTo((*p)[:0])
+	out := slices.Clone(*p)
+	if cap(*p) <= maxScratch {
+		scratch.Put(p)
+	}
+	return out
+}
+
+// encodeMessage is appendMessage to an empty slice (see encoded).
+func encodeMessage(m entryMessage, e Entry) []byte {
+	return encoded(func(b []byte) []byte { return appendMessage(b, m, e) })
 }
 
 // appendMessage appends the structured-mode CloudEvent of entry e to b:

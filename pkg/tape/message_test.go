@@ -274,7 +274,7 @@ func BenchmarkEntryMessage(b *testing.B) {
 	})
 	b.Run("encode/event", func(b *testing.B) {
 		for b.Loop() {
-			appendMessage(nil, m, e[0])
+			encodeMessage(m, e[0])
 		}
 	})
 }

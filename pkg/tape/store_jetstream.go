@@ -788,7 +788,7 @@ func (s *JetStreamStore) Archive(ctx context.Context, tape string, entries []Ent
 				return "", fmt.Errorf("archiving tape %q: %w", tape, err)
 			}
 			m := entryMessage{id: prefix + strconv.FormatInt(n.ID, 10) + suffix, source: s.source, session: tape}
-			msgs = append(msgs, &nats.Msg{Subject: subj, Data: appendMessage(nil, m, n), Header: messageHeader(m.id)})
+			msgs = append(msgs, &nats.Msg{Subject: subj, Data: encodeMessage(m, n), Header: messageHeader(m.id)})
 		}
 		seqs, err := s.sendWindow(ctx, msgs)
 		if err != nil {

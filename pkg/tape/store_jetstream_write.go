@@ -251,7 +251,7 @@ func (w *writer) sendBatch(ctx context.Context, ix Index, stored []Entry, adopte
 	msgs := make([]*nats.Msg, 0, len(fresh)+1)
 	for i, e := range fresh {
 		m := entryMessage{id: w.entryID(e), source: s.source, session: w.tape}
-		msg := &nats.Msg{Subject: w.subj, Data: appendMessage(nil, m, e), Header: messageHeader(m.id)}
+		msg := &nats.Msg{Subject: w.subj, Data: encodeMessage(m, e), Header: messageHeader(m.id)}
 		if i == 0 {
 			msg.Header[jetstream.ExpectedLastSubjSeqHeader] = []string{strconv.FormatUint(tail, 10)}
 		}
@@ -539,7 +539,7 @@ func (w *writer) publish(ctx context.Context, entries []Entry, prev uint64) ([]u
 	seqs := make([]uint64, 0, len(entries))
 	msg := func(i int) *nats.Msg {
 		m := entryMessage{id: w.entryID(entries[i]), source: w.s.source, session: w.tape}
-		return &nats.Msg{Subject: w.subj, Data: appendMessage(nil, m, entries[i]), Header: messageHeader(m.id)}
+		return &nats.Msg{Subject: w.subj, Data: encodeMessage(m, entries[i]), Header: messageHeader(m.id)}
 	}
 	publishOne := func(i int) error {
 		m := msg(i)
