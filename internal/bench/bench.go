@@ -16,12 +16,13 @@ import (
 // Figure ids accepted by [Options.Only]: the issue's P1–P8 (P3 with its
 // stored-messages rows, P6 with its HTTP/1.1 row), UP (the all-in-one
 // layout's P3 and P4), SCALE (turns/s with 1, 2 and 4 worker processes),
-// CLUSTER (P3 and P4 on a 3-node R3 cluster) and SYNC (P3 with
-// BUB_JS_SYNC=always).
-var Figures = []string{"P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "UP", "SCALE", "CLUSTER", "SYNC"}
+// CLUSTER (P3 and P4 on a 3-node R3 cluster), SYNC (P3 with
+// BUB_JS_SYNC=always) and CPU1 (P3 and P4 with GOMAXPROCS=1 in every
+// process).
+var Figures = []string{"P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "UP", "SCALE", "CLUSTER", "SYNC", "CPU1"}
 
-// quickFigures are what --quick runs: the main table (CLUSTER, SYNC, UP
-// and SCALE are full-run only).
+// quickFigures are what --quick runs: the main table (CLUSTER, SYNC, UP,
+// SCALE and CPU1 are full-run only).
 var quickFigures = []string{"P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8"}
 
 // Options configures [Run].
@@ -125,6 +126,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	up := Table{Title: "All-in-one (`bub up` layout)", Intro: upIntro}
 	scale := Table{Title: "Worker processes", Intro: scaleIntro}
 	durable := Table{Title: "Cluster and durability", Intro: durableIntro}
+	oneCPU := Table{Title: "One CPU per process", Intro: oneCPUIntro}
 	var cpu cpuTable
 	var scaleRates []float64
 	var pattern simParams
@@ -179,9 +181,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		rows, err := runSync(ctx, e)
 		errs = append(errs, add(&durable, rows, wrap("SYNC", err)))
 	}
+	if has("CPU1") {
+		rows, err := runOneCPU(ctx, e)
+		errs = append(errs, add(&oneCPU, rows, wrap("CPU1", err)))
+	}
 	e.progress.Finish()
 	slices.SortStableFunc(main.Rows, func(a, b Row) int { return strings.Compare(a.ID, b.ID) })
-	for _, t := range []Table{main, up, scale, durable} {
+	for _, t := range []Table{main, up, scale, durable, oneCPU} {
 		if len(t.Rows) > 0 {
 			rep.Tables = append(rep.Tables, t)
 		}
@@ -236,7 +242,7 @@ func (e *env) steps(want []string) int {
 	per := map[string]int{
 		"P1": 2 * (r + 1), "P2": 1 + 2*r, "P3": 2 * r, "P4": 2 * r, "P5": 2 * (r + 1),
 		"P6": 2 * r, "P7": 2 * (r + 1), "P8": 2 * r, "UP": 4 * r, "SCALE": 4 * r,
-		"CLUSTER": 4 * r, "SYNC": 2 * r,
+		"CLUSTER": 4 * r, "SYNC": 2 * r, "CPU1": 4 * r,
 	}
 	n := 0
 	for _, id := range want {
@@ -279,6 +285,13 @@ const durableIntro = "P3 and P4 (distributed layout) on a 3-node JetStream clust
 	"and P3 on one server that fsyncs every write (BUB_JS_SYNC=always) beside the simulation on that server — " +
 	"the default (fsync every 2 minutes) is P3 above. The ratio goals are those of P3 and P4."
 
+const oneCPUIntro = "P3 and P4 (distributed layout) with GOMAXPROCS=1 in every process the harness starts: the NATS server, " +
+	"the services, the interceptor and the simulation's processes alike (the load generator keeps Go's default). " +
+	"Each Go process sizes its scheduler to every core of the machine; several of them on one machine keep waking " +
+	"threads on all cores to look for work, and this row shows what that costs the pipeline here. It is the layout of " +
+	"a deployment that gives each service one CPU with GOMAXPROCS=1 or a one-CPU cpuset (Go's default from a container's " +
+	"CPU limit is at least 2). The ratio goals are those of P3 and P4."
+
 const scaleIntro = "P3 (distributed) with 1, 2 and 4 worker processes, and as many sim worker processes for the limit. " +
 	"Every process shares this machine's cores."
 
@@ -303,6 +316,7 @@ func method(c config) string {
 - **P8** %d sessions, each with an SSE client of GET /v1/sessions/{s}/events on bin/ingress, post one message after another (POST /v1/messages?wait=20s) to bin/worker (openai provider) streaming from a fake model (3 chunks, %s apart), stream i starting i × %s / %d after the first, so the streams are spread over about one turn as independent users are (started together they stay in step, and every turn's first delta comes amid the starts of all the others: a burst of simultaneous turns); the figure is the time from the model flushing its first content delta to the SSE client reading that run's first delta event. The limit: the same %d streams through a bare SSE relay process (HTTP client to the same model, each line written and flushed to its client). Windows of %s per repetition; the goal is on the difference from the relay.
 - **CLUSTER** P3 and P4 as above with three nats-server processes (bub bench --serve nats-node) routed on loopback, BUB_REPLICAS=3 for the services and R3 for the simulation's streams.
 - **SYNC** P3 as above on a server started with BUB_JS_SYNC=always.
+- **CPU1** P3 and P4 as above with GOMAXPROCS=1 in the environment of every child process (server, services, interceptor, simulation).
 - **P7** %d lifecycle events (tool_call.finished) per repetition through an events.Bridge beside MarshalJSON of a prebuilt CloudEvent + js.PublishAsync; the figure is the publishing process's CPU time per event (the NATS server is a separate process), every ack awaited.`,
 		c.reps, c.benchTime, c.hopSamples, 300, c.inflight, c.window, c.workerConcurrency, c.rate, c.latencyWindow, c.warmup,
 		c.tapeEntries, c.rssDelay, c.rssTurns, ttftStreams, ttftChunkGap, ttftSpread, ttftStreams, ttftStreams, c.latencyWindow, c.events)

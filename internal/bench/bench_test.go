@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"math"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -280,5 +282,25 @@ func TestStreamStartsSpreadOverATurn(t *testing.T) {
 	}
 	if last := streamStart(ttftStreams - 1); last >= ttftSpread {
 		t.Fatalf("the last stream starts after %v, past the spread of %v", last, ttftSpread)
+	}
+}
+
+// TestChildGOMAXPROCS: CPU1's layout starts every child with GOMAXPROCS=1;
+// the others leave the child the harness's own environment.
+func TestChildGOMAXPROCS(t *testing.T) {
+	for _, tc := range []struct {
+		procs int
+		want  string
+	}{{1, "1"}, {0, os.Getenv("GOMAXPROCS")}} {
+		pl := &pipeline{opts: layoutOpts{procs: tc.procs}, roles: map[string][]*proc{}}
+		m, err := pl.child(t.Context(), "probe", "probe", "/bin/sh", []string{"-c", `echo "procs=[$GOMAXPROCS]"; exec sleep 30`},
+			nil, regexp.MustCompile(`procs=\[(.*)\]`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = pl.roles["probe"][0].stop()
+		if m[1] != tc.want {
+			t.Errorf("procs %d: the child's GOMAXPROCS is %q, want %q", tc.procs, m[1], tc.want)
+		}
 	}
 }

@@ -39,7 +39,8 @@
 //     from the CPU each process spends per turn.
 //   - CLUSTER P3 and P4 on a 3-node cluster (nats-server processes on
 //     loopback, R3 streams) beside the simulation on the same cluster;
-//     SYNC P3 on a server with BUB_JS_SYNC=always (cluster.go). Both are
+//     SYNC P3 on a server with BUB_JS_SYNC=always (cluster.go); CPU1 P3
+//     and P4 with GOMAXPROCS=1 in every process. These, UP and SCALE are
 //     full-run only (not in --quick).
 //
 // Every figure excludes a warm-up, interleaves its repetitions with the

@@ -137,6 +137,23 @@ func runSync(ctx context.Context, e *env) ([]Row, error) {
 	return []Row{row}, err
 }
 
+// runOneCPU measures P3 and P4 (distributed layout) with every process
+// the harness starts limited to one CPU's worth of Go scheduler
+// (GOMAXPROCS=1), the simulation's processes too.
+func runOneCPU(ctx context.Context, e *env) ([]Row, error) {
+	pl, err := startPipeline(ctx, e, distributed, true, layoutOpts{procs: 1})
+	if err != nil {
+		return nil, err
+	}
+	defer pl.close()
+	row, _, err := pl.p3(ctx, "P3·1cpu", "pipeline turns/s with GOMAXPROCS=1 in every process (as P3)", nil)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := pl.p4(ctx, "P4·1cpu", "turn latency at 200 turns/s with GOMAXPROCS=1 in every process (as P4)")
+	return append([]Row{row}, rows...), err
+}
+
 // scalingModel writes the section on scaling across machines from the
 // CPU per turn of each role and the bytes each turn stores.
 func scalingModel(cpu cpuTable, p simParams, rows []Row, scale []float64) string {

@@ -23,6 +23,7 @@ var historyColumns = []struct {
 	{"P3·up", "P3·up", 0}, {"P4·up p50", "P4·up", 0}, {"P4·up p99", "P4·up", 1},
 	{"P3·R3", "P3·R3", 0}, {"P4·R3 p50", "P4·R3", 0}, {"P4·R3 p99", "P4·R3", 1},
 	{"P3·sync", "P3·sync", 0},
+	{"P3·1cpu", "P3·1cpu", 0}, {"P4·1cpu p50", "P4·1cpu", 0}, {"P4·1cpu p99", "P4·1cpu", 1},
 }
 
 const historyIntro = "One row per `bub bench` run written to this file, oldest first, so that every change's before and after stay side by side: " +

@@ -74,6 +74,8 @@ type layoutOpts struct {
 	jsSync string
 	// replicas is the streams' replica count (0 = 1).
 	replicas int
+	// procs is GOMAXPROCS of every child process (0 = Go's default).
+	procs int
 }
 
 // pipeline is one running layout: the real services and the simulation.
@@ -176,6 +178,9 @@ func startPipeline(ctx context.Context, e *env, layout string, withHTTP bool, o 
 
 // child starts a child process and files it under label.
 func (pl *pipeline) child(ctx context.Context, label, name, path string, args, env []string, ready *regexp.Regexp) ([]string, error) {
+	if pl.opts.procs > 0 {
+		env = append(slices.Clip(env), "GOMAXPROCS="+strconv.Itoa(pl.opts.procs))
+	}
 	p, m, err := startProc(ctx, name, path, args, env, ready)
 	if err != nil {
 		return nil, err

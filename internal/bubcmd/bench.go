@@ -28,8 +28,9 @@ turns/s and latency with the JetStream messages and bytes stored per turn,
 context read, worker memory over HTTPS/HTTP2 and HTTP/1.1, event publishing,
 time to first token), each beside its limit measured in the same run (raw
 NATS request/reply, a bare nats.go turn simulation, a bare SSE relay, …),
-plus the all-in-one layout, 1/2/4 worker processes, a 3-node R3 cluster and
-BUB_JS_SYNC=always, and writes the table to --out, keeping the History
+plus the all-in-one layout, 1/2/4 worker processes, a 3-node R3 cluster,
+BUB_JS_SYNC=always and GOMAXPROCS=1 in every process, and writes the table
+to --out, keeping the History
 section of the file there and adding this run's row. Load runs on 127.0.0.1
 only; servers and services are started as child processes from this binary
 and the service binaries next to it (make build). --quick runs the main
@@ -99,7 +100,7 @@ the harness ran, whatever the verdicts, unless --fail-on-miss.`,
 	f := cmd.Flags()
 	f.BoolVar(&quick, "quick", false, "short windows, main table only (about 3 minutes; for CI)")
 	f.StringVar(&out, "out", "BENCHMARKS.md", `where to write the table ("-" = stdout)`)
-	f.StringSliceVar(&only, "only", nil, "figures to run, e.g. P1,P3 (P1–P8, UP, SCALE, CLUSTER, SYNC)")
+	f.StringSliceVar(&only, "only", nil, "figures to run, e.g. P1,P3 (P1–P8, UP, SCALE, CLUSTER, SYNC, CPU1)")
 	f.BoolVar(&failOnMiss, "fail-on-miss", false, "exit non-zero when a goal is missed")
 	f.StringVar(&binDir, "bin-dir", "", "directory of the worker, recorder and ingress binaries (default: next to this one)")
 	f.StringVar(&serve.Role, "serve", "", "run one load-test role in this process (used by the harness)")
