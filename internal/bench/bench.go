@@ -181,8 +181,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		rows, err := runSync(ctx, e)
 		errs = append(errs, add(&durable, rows, wrap("SYNC", err)))
 	}
+	var oneCPUTime cpuTable
 	if has("CPU1") {
-		rows, err := runOneCPU(ctx, e)
+		var rows []Row
+		rows, oneCPUTime, err = runOneCPU(ctx, e)
 		errs = append(errs, add(&oneCPU, rows, wrap("CPU1", err)))
 	}
 	e.progress.Finish()
@@ -198,6 +200,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			rep.Sections = append(rep.Sections, Section{Title: "What a real turn does beyond the simulated pattern", Body: extraIntro + "\n\n" + extra})
 		}
 		rep.Sections = append(rep.Sections, Section{Title: "How it scales across machines", Body: scalingModel(cpu, pattern, main.Rows, scaleRates)})
+	}
+	if len(oneCPUTime.labels) > 0 {
+		rep.Sections = append(rep.Sections, Section{Title: "Where the CPU goes with GOMAXPROCS=1 (P3·1cpu)", Body: cpuIntro + "\n\n" + oneCPUTime.markdown()})
 	}
 	rep.Sections = append(rep.Sections, Section{Title: "Method", Body: method(e.cfg)})
 	rep.Elapsed = time.Since(start)

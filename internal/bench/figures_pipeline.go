@@ -140,18 +140,19 @@ func runSync(ctx context.Context, e *env) ([]Row, error) {
 // runOneCPU measures P3 and P4 (distributed layout) with every process
 // the harness starts limited to one CPU's worth of Go scheduler
 // (GOMAXPROCS=1), the simulation's processes too.
-func runOneCPU(ctx context.Context, e *env) ([]Row, error) {
+// It returns the CPU per turn of each process during P3 too.
+func runOneCPU(ctx context.Context, e *env) ([]Row, cpuTable, error) {
 	pl, err := startPipeline(ctx, e, distributed, true, layoutOpts{procs: 1})
 	if err != nil {
-		return nil, err
+		return nil, cpuTable{}, err
 	}
 	defer pl.close()
-	row, _, err := pl.p3(ctx, "P3·1cpu", "pipeline turns/s with GOMAXPROCS=1 in every process (as P3)", nil)
+	row, cpu, err := pl.p3(ctx, "P3·1cpu", "pipeline turns/s with GOMAXPROCS=1 in every process (as P3)", nil)
 	if err != nil {
-		return nil, err
+		return nil, cpuTable{}, err
 	}
 	rows, err := pl.p4(ctx, "P4·1cpu", "turn latency at 200 turns/s with GOMAXPROCS=1 in every process (as P4)")
-	return append([]Row{row}, rows...), err
+	return append([]Row{row}, rows...), cpu, err
 }
 
 // scalingModel writes the section on scaling across machines from the
