@@ -200,6 +200,9 @@ func (f *Fork) Append(ctx context.Context, tape string, entries []Entry, opts ..
 		f.tapes[tape] = ov
 	}
 	if prior, ok := ov.commits[o.commitID]; ok && o.commitID != "" {
+		if o.noResult {
+			return nil, nil
+		}
 		return cloneEntries(prior), nil
 	}
 	if o.reset {
@@ -233,6 +236,9 @@ func (f *Fork) Append(ctx context.Context, tape string, entries []Entry, opts ..
 	ov.revision++
 	close(f.changed)
 	f.changed = make(chan struct{})
+	if o.noResult {
+		return nil, nil
+	}
 	return cloneEntries(stored), nil
 }
 

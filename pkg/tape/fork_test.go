@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -316,5 +317,27 @@ func TestForkSeedServesItsNextIndexOnly(t *testing.T) {
 	}
 	if _, err = fork.Index(ctx, "t"); err != nil || parent.reads != 2 {
 		t.Fatalf("second index: %v after %d parent reads, want a read of the parent", err, parent.reads)
+	}
+}
+
+// TestWithoutResult: a store that returns copies of what it keeps returns
+// nil instead, also for a replayed commit id, and stores the batch as
+// without the option.
+func TestWithoutResult(t *testing.T) {
+	ctx := t.Context()
+	parent := tape.NewMemoryStore()
+	for name, s := range map[string]tape.Store{"memory": parent, "fork": tape.NewFork(parent)} {
+		t.Run(name, func(t *testing.T) {
+			for range 2 { // the second one replays the commit id
+				got, err := s.Append(ctx, "t", []tape.Entry{user("x-" + name)}, tape.WithCommitID("c-"+name), tape.WithoutResult())
+				if err != nil || got != nil {
+					t.Fatalf("Append = %v, %v; want nil, nil", got, err)
+				}
+			}
+			all := fetchContents(t, s, tape.Query{})
+			if all[len(all)-1] != "x-"+name || slices.Index(all, "x-"+name) != len(all)-1 {
+				t.Fatalf("tape %v, want x-%s stored once, last", all, name)
+			}
+		})
 	}
 }

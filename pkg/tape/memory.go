@@ -84,6 +84,9 @@ func (s *MemoryStore) Append(ctx context.Context, tape string, entries []Entry, 
 		return nil, err
 	}
 	if p.Replay {
+		if p.NoResult {
+			return nil, nil
+		}
 		if p.Commit.Count == 0 {
 			return []Entry{}, nil
 		}
@@ -99,6 +102,9 @@ func (s *MemoryStore) Append(ctx context.Context, tape string, entries []Entry, 
 	t.index = p.Index
 	t.index.Revision = rev + 1
 	s.notify()
+	if p.NoResult {
+		return nil, nil
+	}
 	return cloneEntries(p.Stored), nil
 }
 

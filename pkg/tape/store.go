@@ -102,6 +102,7 @@ type appendOptions struct {
 	watermarks map[string]uint64
 	reset      bool
 	index      *Index
+	noResult   bool
 }
 
 // WithCommitID makes the batch idempotent under id (for example a run id):
@@ -140,6 +141,17 @@ func WithWatermark(key string, value uint64) AppendOption {
 func WithReset() AppendOption {
 	return func(o *appendOptions) error {
 		o.reset = true
+		return nil
+	}
+}
+
+// WithoutResult says that the caller does not read the entries Append
+// returns, as a run replaying its own events into a [Fork] does: a store
+// that would return copies of the entries it keeps ([MemoryStore], Fork)
+// returns nil instead of copying them.
+func WithoutResult() AppendOption {
+	return func(o *appendOptions) error {
+		o.noResult = true
 		return nil
 	}
 }
@@ -382,6 +394,9 @@ type AppendPlan struct {
 	// Index is the tape's index once Stored are committed. Its Revision is
 	// the store's to set.
 	Index Index
+	// NoResult is true when the caller does not read the entries Append
+	// returns ([WithoutResult]): the store may return nil.
+	NoResult bool
 }
 
 // PlanAppend is the store-independent part of [Appender.Append] for a store
@@ -397,7 +412,7 @@ func PlanAppend(ix Index, entries []Entry, firstSeq uint64, opts ...AppendOption
 	}
 	if o.commitID != "" {
 		if c, ok := ix.Commit(o.commitID); ok {
-			return AppendPlan{Replay: true, Commit: c, Index: ix.Clone()}, nil
+			return AppendPlan{Replay: true, Commit: c, Index: ix.Clone(), NoResult: o.noResult}, nil
 		}
 	}
 	first := ix.LastID + 1
@@ -408,7 +423,7 @@ func PlanAppend(ix Index, entries []Entry, firstSeq uint64, opts ...AppendOption
 	if err != nil {
 		return AppendPlan{}, err
 	}
-	return AppendPlan{Reset: o.reset, Stored: stored, Index: ix.next(stored, positions(firstSeq, len(stored)), o)}, nil
+	return AppendPlan{Reset: o.reset, Stored: stored, Index: ix.next(stored, positions(firstSeq, len(stored)), o), NoResult: o.noResult}, nil
 }
 
 // Advance returns the index after entries, already numbered, were added at

@@ -60,7 +60,7 @@ func (b Batch) Apply(ctx context.Context, w Writer, name string) error {
 	if len(b.Entries) == 0 {
 		return nil
 	}
-	_, err := w.Append(ctx, name, b.Entries)
+	_, err := w.Append(ctx, name, b.Entries, tape.WithoutResult())
 	return err
 }
 
