@@ -102,7 +102,7 @@ func (f *Fork) WasReset(tape string) bool {
 
 // view is a consistent copy of one overlay's state.
 type view struct {
-	entries    []Entry // never modified in place
+	entries    []Entry // never written below its length (see Fork.Append)
 	reset      bool
 	refs       []CommitRef
 	watermarks map[string]uint64
@@ -221,7 +221,10 @@ func (f *Fork) Append(ctx context.Context, tape string, entries []Entry, opts ..
 	if err != nil {
 		return nil, err
 	}
-	ov.entries = append(slices.Clip(ov.entries), stored...)
+	// In place: a view holds the entries below its length, which are
+	// never written again, and what readers take from it is capped at its
+	// length (Query.Apply), so no reader appends into this array.
+	ov.entries = append(ov.entries, stored...)
 	if o.commitID != "" {
 		ov.commits[o.commitID] = stored
 		ref := CommitRef{ID: o.commitID, Count: len(stored)}

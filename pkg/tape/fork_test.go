@@ -5,6 +5,8 @@ import (
 	"errors"
 	"reflect"
 	"slices"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -339,5 +341,46 @@ func TestWithoutResult(t *testing.T) {
 				t.Fatalf("tape %v, want x-%s stored once, last", all, name)
 			}
 		})
+	}
+}
+
+// TestForkReadsWhileItAppends: the fork appends to its pending entries in
+// place while readers hold earlier views of them (run with -race); every
+// read sees a prefix of what was appended, in order, and a reader may
+// append to what it got.
+func TestForkReadsWhileItAppends(t *testing.T) {
+	ctx := t.Context()
+	fork := tape.NewFork(tape.NewMemoryStore())
+	const n = 200
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := range n {
+			if _, err := fork.Append(ctx, "t", []tape.Entry{user(strconv.Itoa(i))}, tape.WithoutResult()); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	for _, q := range []tape.Query{tape.All(), tape.All().Kinds(tape.KindMessage), tape.All().Limit(5)} {
+		wg.Go(func() {
+			for range n {
+				got, err := fork.Fetch(ctx, "t", q)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for i, c := range contentsOf(got) {
+					if c != strconv.Itoa(i) {
+						t.Errorf("read %v: entry %d is %q", contentsOf(got), i, c)
+						return
+					}
+				}
+				_ = append(got, user("mine"))
+			}
+		})
+	}
+	wg.Wait()
+	if got := fetchContents(t, fork, tape.All()); len(got) != n {
+		t.Fatalf("%d entries after the appends, want %d", len(got), n)
 	}
 }

@@ -170,7 +170,7 @@ func (q Query) Apply(entries []Entry) ([]Entry, error) {
 		}
 		start = s + 1
 	}
-	out := entries[start:end]
+	out := entries[start:end:end] // an append to the result never writes into entries
 
 	if q.dates {
 		from, err := parseBound(q.dateStart, false)
