@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
-	"sync"
 	"time"
 
+	"github.com/bubbus/bub/pkg/internal/bufpool"
 	"github.com/bubbus/bub/pkg/internal/cewire"
 	"github.com/bubbus/bub/pkg/internal/jsonesc"
 )
@@ -39,25 +39,15 @@ type entryMessage struct {
 	session string
 }
 
-// scratch holds the buffers messages are encoded into before they are
-// copied out at their exact size (see encoded).
-var scratch = sync.Pool{New: func() any { return new([]byte) }}
-
-// maxScratch is the largest buffer scratch keeps: an occasional large
-// message should not pin its buffer.
-const maxScratch = 64 << 10
-
 // encoded returns what appendTo appends to an empty slice, in a slice of
 // exactly that size. It appends to a pooled buffer and copies the result
 // out, so a message costs one allocation of its size instead of one per
 // doubling of a buffer grown from nothing.
 func encoded(appendTo func([]byte) []byte) []byte {
-	p := scratch.Get().(*[]byte)
-	*p = appendTo((*p)[:0])
+	p := bufpool.Get()
+	*p = appendTo(*p)
 	out := slices.Clone(*p)
-	if cap(*p) <= maxScratch {
-		scratch.Put(p)
-	}
+	bufpool.Put(p)
 	return out
 }
 

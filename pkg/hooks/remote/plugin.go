@@ -17,6 +17,7 @@ import (
 
 	"github.com/bubbus/bub/pkg/bub"
 	"github.com/bubbus/bub/pkg/hooks"
+	"github.com/bubbus/bub/pkg/internal/bufpool"
 	"github.com/bubbus/bub/pkg/subjects"
 )
 
@@ -299,9 +300,9 @@ func roundTrip[In, Out any](ctx context.Context, p *Plugin, c call, in In, conv 
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
 	defer cancel()
-	buf := buffers.Get().(*[]byte)
-	defer putBuffer(buf)
-	msg, err := request(ctx, p, c, in, (*buf)[:0])
+	buf := bufpool.Get() // NATS copies the data when it publishes: reused once the request returned
+	defer bufpool.Put(buf)
+	msg, err := request(ctx, p, c, in, *buf)
 	if err != nil {
 		return zero, p.failed(c.hook, OutcomeTransport, fmt.Errorf("encoding the request: %w", err))
 	}
@@ -330,19 +331,6 @@ func roundTrip[In, Out any](ctx context.Context, p *Plugin, c call, in In, conv 
 	}
 	p.stats.add(OutcomeOK)
 	return out, nil
-}
-
-// buffers holds request buffers; NATS copies a message's data when it is
-// published, so a buffer is reused once its request returned.
-var buffers = sync.Pool{New: func() any { return new([]byte) }}
-
-// maxPooled is the largest buffer kept for reuse.
-const maxPooled = 64 << 10
-
-func putBuffer(b *[]byte) {
-	if cap(*b) <= maxPooled {
-		buffers.Put(b)
-	}
 }
 
 // request builds the request message of a call in buf; ctx carries its
