@@ -200,10 +200,7 @@ func (f *Fork) Append(ctx context.Context, tape string, entries []Entry, opts ..
 		f.tapes[tape] = ov
 	}
 	if prior, ok := ov.commits[o.commitID]; ok && o.commitID != "" {
-		if o.noResult {
-			return nil, nil
-		}
-		return cloneEntries(prior), nil
+		return result(o.noResult, prior), nil
 	}
 	if o.reset {
 		ov.entries, ov.reset, ov.base, ov.based, ov.refs = nil, true, 0, true, nil
@@ -239,10 +236,7 @@ func (f *Fork) Append(ctx context.Context, tape string, entries []Entry, opts ..
 	ov.revision++
 	close(f.changed)
 	f.changed = make(chan struct{})
-	if o.noResult {
-		return nil, nil
-	}
-	return cloneEntries(stored), nil
+	return result(o.noResult, stored), nil
 }
 
 // Reset implements [Resetter]: it empties the overlay and hides the

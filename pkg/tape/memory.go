@@ -84,13 +84,11 @@ func (s *MemoryStore) Append(ctx context.Context, tape string, entries []Entry, 
 		return nil, err
 	}
 	if p.Replay {
-		if p.NoResult {
-			return nil, nil
+		var kept []Entry
+		if p.Commit.Count > 0 {
+			kept = t.entries[p.Commit.FirstID-1 : p.Commit.FirstID-1+int64(p.Commit.Count)]
 		}
-		if p.Commit.Count == 0 {
-			return []Entry{}, nil
-		}
-		return cloneEntries(t.entries[p.Commit.FirstID-1 : p.Commit.FirstID-1+int64(p.Commit.Count)]), nil
+		return result(p.NoResult, kept), nil
 	}
 	if p.Reset {
 		t.entries = nil
@@ -102,10 +100,7 @@ func (s *MemoryStore) Append(ctx context.Context, tape string, entries []Entry, 
 	t.index = p.Index
 	t.index.Revision = rev + 1
 	s.notify()
-	if p.NoResult {
-		return nil, nil
-	}
-	return cloneEntries(p.Stored), nil
+	return result(p.NoResult, p.Stored), nil
 }
 
 // Reset implements [Resetter].
@@ -185,6 +180,15 @@ func (s *MemoryStore) ReadArchive(ctx context.Context, location string) ([]Entry
 		return nil, fmt.Errorf("reading archive %q: %w", location, ErrBadLocation)
 	}
 	return cloneEntries(entries), nil
+}
+
+// result is what Append returns of kept, entries the store keeps: deep
+// copies, or nil when the caller does not read them ([WithoutResult]).
+func result(noResult bool, kept []Entry) []Entry {
+	if noResult {
+		return nil
+	}
+	return cloneEntries(kept)
 }
 
 func cloneEntries(entries []Entry) []Entry {
