@@ -218,9 +218,8 @@ func (f *Fork) Append(ctx context.Context, tape string, entries []Entry, opts ..
 	if err != nil {
 		return nil, err
 	}
-	// In place: a view holds the entries below its length, which are
-	// never written again, and what readers take from it is capped at its
-	// length (Query.Apply), so no reader appends into this array.
+	// In place: a view reads the entries below the length it saw, never
+	// written again (see Query.Apply).
 	ov.entries = append(ov.entries, stored...)
 	if o.commitID != "" {
 		ov.commits[o.commitID] = stored

@@ -344,43 +344,46 @@ func TestWithoutResult(t *testing.T) {
 	}
 }
 
-// TestForkReadsWhileItAppends: the fork appends to its pending entries in
-// place while readers hold earlier views of them (run with -race); every
-// read sees a prefix of what was appended, in order, and a reader may
-// append to what it got.
-func TestForkReadsWhileItAppends(t *testing.T) {
+// TestReadsWhileAppendingInPlace: MemoryStore and Fork append in place
+// while readers hold earlier views of their entries (run with -race);
+// every read sees a prefix of what was appended, in order, and a reader
+// may append to what it got.
+func TestReadsWhileAppendingInPlace(t *testing.T) {
 	ctx := t.Context()
-	fork := tape.NewFork(tape.NewMemoryStore())
-	const n = 200
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for i := range n {
-			if _, err := fork.Append(ctx, "t", []tape.Entry{user(strconv.Itoa(i))}, tape.WithoutResult()); err != nil {
-				t.Error(err)
-				return
-			}
-		}
-	})
-	for _, q := range []tape.Query{tape.All(), tape.All().Kinds(tape.KindMessage), tape.All().Limit(5)} {
-		wg.Go(func() {
-			for range n {
-				got, err := fork.Fetch(ctx, "t", q)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				for i, c := range contentsOf(got) {
-					if c != strconv.Itoa(i) {
-						t.Errorf("read %v: entry %d is %q", contentsOf(got), i, c)
+	for name, s := range map[string]tape.Store{"memory": tape.NewMemoryStore(), "fork": tape.NewFork(tape.NewMemoryStore())} {
+		t.Run(name, func(t *testing.T) {
+			const n = 200
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				for i := range n {
+					if _, err := s.Append(ctx, "t", []tape.Entry{user(strconv.Itoa(i))}, tape.WithoutResult()); err != nil {
+						t.Error(err)
 						return
 					}
 				}
-				_ = append(got, user("mine"))
+			})
+			for _, q := range []tape.Query{tape.All(), tape.All().Kinds(tape.KindMessage), tape.All().Limit(5)} {
+				wg.Go(func() {
+					for range n {
+						got, err := s.Fetch(ctx, "t", q)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						for i, c := range contentsOf(got) {
+							if c != strconv.Itoa(i) {
+								t.Errorf("read %v: entry %d is %q", contentsOf(got), i, c)
+								return
+							}
+						}
+						_ = append(got, user("mine"))
+					}
+				})
+			}
+			wg.Wait()
+			if got := fetchContents(t, s, tape.All()); len(got) != n {
+				t.Fatalf("%d entries after the appends, want %d", len(got), n)
 			}
 		})
-	}
-	wg.Wait()
-	if got := fetchContents(t, fork, tape.All()); len(got) != n {
-		t.Fatalf("%d entries after the appends, want %d", len(got), n)
 	}
 }

@@ -62,16 +62,12 @@ func (s *MemoryStore) Fetch(ctx context.Context, tape string, q Query) ([]Entry,
 	if t := s.tapes[tape]; t != nil {
 		entries = t.entries
 	}
-	s.mu.Unlock() // entries is never modified in place, only appended to or replaced
+	s.mu.Unlock() // read below its length only, never written there (see Append)
 	out, err := q.Apply(entries)
 	if err != nil {
 		return nil, err
 	}
-	copies := make([]Entry, len(out))
-	for i, e := range out {
-		copies[i] = e.Clone()
-	}
-	return copies, nil
+	return cloneEntries(out), nil
 }
 
 // Append implements [Appender].
@@ -94,8 +90,9 @@ func (s *MemoryStore) Append(ctx context.Context, tape string, entries []Entry, 
 		t.entries = nil
 	}
 	s.seq += uint64(len(p.Stored))
-	// Replace rather than append in place: Fetch reads t.entries unlocked.
-	t.entries = append(slices.Clip(t.entries), p.Stored...)
+	// In place: Fetch reads t.entries unlocked, below the length it saw,
+	// which is never written again (see Query.Apply).
+	t.entries = append(t.entries, p.Stored...)
 	rev := t.index.Revision
 	t.index = p.Index
 	t.index.Revision = rev + 1

@@ -170,7 +170,10 @@ func (q Query) Apply(entries []Entry) ([]Entry, error) {
 		}
 		start = s + 1
 	}
-	out := entries[start:end:end] // an append to the result never writes into entries
+	// Capped: an append to the result never writes into entries, which
+	// MemoryStore and Fork read unlocked while they append in place
+	// beyond the length a reader saw.
+	out := entries[start:end:end]
 
 	if q.dates {
 		from, err := parseBound(q.dateStart, false)
