@@ -170,21 +170,21 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		errs = append(errs, add(&main, rows, wrap("P8", err)))
 	}
 	if has("UP") {
-		rows, err := runAllInOne(ctx, e)
+		rows, _, err := allInOneVariant.run(ctx, e)
 		errs = append(errs, add(&up, rows, wrap("UP", err)))
 	}
 	if has("CLUSTER") {
-		rows, err := runCluster(ctx, e)
+		rows, _, err := clusterVariant.run(ctx, e)
 		errs = append(errs, add(&durable, rows, wrap("CLUSTER", err)))
 	}
 	if has("SYNC") {
-		rows, err := runSync(ctx, e)
+		rows, _, err := syncVariant.run(ctx, e)
 		errs = append(errs, add(&durable, rows, wrap("SYNC", err)))
 	}
 	var oneCPUTime cpuTable
 	if has("CPU1") {
 		var rows []Row
-		rows, oneCPUTime, err = runOneCPU(ctx, e)
+		rows, oneCPUTime, err = oneCPUVariant.run(ctx, e)
 		errs = append(errs, add(&oneCPU, rows, wrap("CPU1", err)))
 	}
 	e.progress.Finish()

@@ -93,66 +93,55 @@ func scaleRow(r Row, workers int) Row {
 	return r
 }
 
-// runAllInOne measures P3 and P4 in `bub up`'s layout.
-func runAllInOne(ctx context.Context, e *env) ([]Row, error) {
-	pl, err := startPipeline(ctx, e, allInOne, true, layoutOpts{})
-	if err != nil {
-		return nil, err
-	}
-	defer pl.close()
-	row, _, err := pl.p3(ctx, "P3·up", "pipeline turns/s, all services in one process (echo model, 2 interceptor hops, recorder on)", nil)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := pl.p4(ctx, "P4·up", "turn latency at 200 turns/s, HTTP in → outbound, all services in one process")
-	return append([]Row{row}, rows...), err
+// variant is P3, and P4 unless it has no p4, measured again in another
+// layout or setting, the simulation in the same one: rows P3·<id> and
+// P4·<id>.
+type variant struct {
+	id     string
+	layout string
+	opts   layoutOpts
+	p3, p4 string // the figures' descriptions
+	stored bool   // with P3's stored messages and bytes (P3·<id>·js)
 }
 
-// runCluster measures P3 and P4 (distributed layout) on a 3-node
-// cluster with R3 streams, the simulation on the same cluster.
-func runCluster(ctx context.Context, e *env) ([]Row, error) {
-	pl, err := startPipeline(ctx, e, distributed, true, layoutOpts{cluster: true})
-	if err != nil {
-		return nil, err
-	}
-	defer pl.close()
-	row, _, err := pl.p3(ctx, "P3·R3", "pipeline turns/s on a 3-node cluster, R3 streams (as P3)", nil)
-	if err != nil {
-		return nil, err
-	}
-	rows := append([]Row{row}, pl.stored.rows("P3·R3·js")...)
-	p4, err := pl.p4(ctx, "P4·R3", "turn latency at 200 turns/s on a 3-node cluster, R3 streams (as P4)")
-	return append(rows, p4...), err
-}
+// The variants: `bub up`'s layout (UP), a 3-node cluster with R3 streams
+// (CLUSTER), a server that fsyncs every write (SYNC), and every process
+// the harness starts limited to one CPU's worth of Go scheduler (CPU1).
+var (
+	allInOneVariant = variant{id: "up", layout: allInOne,
+		p3: "pipeline turns/s, all services in one process (echo model, 2 interceptor hops, recorder on)",
+		p4: "turn latency at 200 turns/s, HTTP in → outbound, all services in one process"}
+	clusterVariant = variant{id: "R3", layout: distributed, opts: layoutOpts{cluster: true}, stored: true,
+		p3: "pipeline turns/s on a 3-node cluster, R3 streams (as P3)",
+		p4: "turn latency at 200 turns/s on a 3-node cluster, R3 streams (as P4)"}
+	syncVariant = variant{id: "sync", layout: distributed, opts: layoutOpts{jsSync: "always"},
+		p3: "pipeline turns/s with BUB_JS_SYNC=always (the server fsyncs every write; P3 is the default, 2m)"}
+	oneCPUVariant = variant{id: "1cpu", layout: distributed, opts: layoutOpts{procs: 1},
+		p3: "pipeline turns/s with GOMAXPROCS=1 in every process (as P3)",
+		p4: "turn latency at 200 turns/s with GOMAXPROCS=1 in every process (as P4)"}
+)
 
-// runSync measures P3 (distributed layout) on a server that fsyncs every
-// write (BUB_JS_SYNC=always), the simulation on the same server.
-func runSync(ctx context.Context, e *env) ([]Row, error) {
-	pl, err := startPipeline(ctx, e, distributed, false, layoutOpts{jsSync: "always"})
-	if err != nil {
-		return nil, err
-	}
-	defer pl.close()
-	row, _, err := pl.p3(ctx, "P3·sync", "pipeline turns/s with BUB_JS_SYNC=always (the server fsyncs every write; P3 is the default, 2m)", nil)
-	return []Row{row}, err
-}
-
-// runOneCPU measures P3 and P4 (distributed layout) with every process
-// the harness starts limited to one CPU's worth of Go scheduler
-// (GOMAXPROCS=1), the simulation's processes too.
-// It returns the CPU per turn of each process during P3 too.
-func runOneCPU(ctx context.Context, e *env) ([]Row, cpuTable, error) {
-	pl, err := startPipeline(ctx, e, distributed, true, layoutOpts{procs: 1})
+// run measures v: its rows, and the CPU per turn of each process during
+// its P3.
+func (v variant) run(ctx context.Context, e *env) ([]Row, cpuTable, error) {
+	pl, err := startPipeline(ctx, e, v.layout, v.p4 != "", v.opts)
 	if err != nil {
 		return nil, cpuTable{}, err
 	}
 	defer pl.close()
-	row, cpu, err := pl.p3(ctx, "P3·1cpu", "pipeline turns/s with GOMAXPROCS=1 in every process (as P3)", nil)
+	row, cpu, err := pl.p3(ctx, "P3·"+v.id, v.p3, nil)
 	if err != nil {
 		return nil, cpuTable{}, err
 	}
-	rows, err := pl.p4(ctx, "P4·1cpu", "turn latency at 200 turns/s with GOMAXPROCS=1 in every process (as P4)")
-	return append([]Row{row}, rows...), cpu, err
+	rows := []Row{row}
+	if v.stored {
+		rows = append(rows, pl.stored.rows("P3·"+v.id+"·js")...)
+	}
+	if v.p4 == "" {
+		return rows, cpu, nil
+	}
+	p4, err := pl.p4(ctx, "P4·"+v.id, v.p4)
+	return append(rows, p4...), cpu, err
 }
 
 // scalingModel writes the section on scaling across machines from the
