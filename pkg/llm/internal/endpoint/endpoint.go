@@ -136,9 +136,10 @@ var defaultClient = sync.OnceValue(func() *http.Client { return clientFor(http.D
 // clientFor returns a client over a clone of rt, when it is an
 // *http.Transport (as http.DefaultTransport is: proxy from the environment,
 // HTTP/2 over TLS, its timeouts), that keeps up to [maxIdleConnsPerHost]
-// idle connections to each host. A program that replaced
-// http.DefaultTransport with another RoundTripper gets a client over it,
-// unchanged.
+// idle connections to each host and bounds the TLS handshakes a burst
+// starts with an HTTP/2 host (see [gatedTransport]). A program that
+// replaced http.DefaultTransport with another RoundTripper gets a client
+// over it, unchanged.
 func clientFor(rt http.RoundTripper) *http.Client {
 	t, ok := rt.(*http.Transport)
 	if !ok {
@@ -147,7 +148,7 @@ func clientFor(rt http.RoundTripper) *http.Client {
 	t = t.Clone()
 	t.MaxIdleConns = 0 // no limit across hosts
 	t.MaxIdleConnsPerHost = maxIdleConnsPerHost
-	return &http.Client{Transport: t}
+	return &http.Client{Transport: gate(t)}
 }
 
 // RequestOptions returns an SDK's request options for o, built with the

@@ -51,14 +51,16 @@ func TestFromConfigAndRequestOptions(t *testing.T) {
 }
 
 // TestClientFor: the default client keeps many idle connections per host
-// over a clone of net/http's transport, and leaves a RoundTripper that is
+// over a clone of net/http's transport (behind the dial gate), and leaves a RoundTripper that is
 // not an *http.Transport as it is (no panic for a program that replaced
 // http.DefaultTransport).
 func TestClientFor(t *testing.T) {
+	t.Setenv("HTTPS_PROXY", "")
+	t.Setenv("https_proxy", "")
 	base := http.DefaultTransport.(*http.Transport)
 	c := clientFor(base)
-	tr, ok := c.Transport.(*http.Transport)
-	if !ok || tr == base || tr.MaxIdleConnsPerHost != maxIdleConnsPerHost || tr.MaxIdleConns != 0 || base.MaxIdleConnsPerHost == maxIdleConnsPerHost {
+	g, ok := c.Transport.(*gatedTransport)
+	if !ok || g.Transport == base || g.MaxIdleConnsPerHost != maxIdleConnsPerHost || g.MaxIdleConns != 0 || base.MaxIdleConnsPerHost == maxIdleConnsPerHost || base.DialTLSContext != nil {
 		t.Errorf("transport %+v", c.Transport)
 	}
 	var other http.RoundTripper = roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, nil })

@@ -1,0 +1,164 @@
+package endpoint
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"os"
+	"sync"
+)
+
+// maxHandshakes is how many TLS handshakes with one provider host run at
+// once while the host may speak HTTP/2.
+const maxHandshakes = 2
+
+// gatedTransport bounds the TLS connections a burst of model calls opens
+// to a provider that speaks HTTP/2.
+//
+// net/http dials a connection for every request that finds no connection
+// with a free stream, and hands a new HTTP/2 connection to all the
+// requests waiting at that moment, of which only the server's stream
+// limit (often 100 or 250) can use it. A burst of 1,000 calls to an
+// HTTP/2 provider thus starts hundreds of TLS handshakes at once, each
+// costing both ends CPU and memory, and leaves as many connections open.
+// Here at most [maxHandshakes] handshakes with a host run at once, and a
+// dial waiting for its turn gives up as soon as its request got a
+// connection (the one another dial opened). A host that answered a
+// handshake with HTTP/1.1, where every call needs its own connection, is
+// not bounded after that first answer.
+//
+// Only direct connections go through the gate: [clientFor] installs it
+// when no HTTPS proxy is configured (a proxy's connection is dialled
+// through DialTLSContext too, and has its own protocol).
+type gatedTransport struct {
+	*http.Transport
+	dial  func(ctx context.Context, network, addr string) (net.Conn, error)
+	tls   *tls.Config // the transport's, with HTTP/2 offered
+	mu    sync.Mutex
+	hosts map[string]*hostGate
+}
+
+// hostGate is the gate of one host (host:port).
+type hostGate struct {
+	slots chan struct{}
+	h1    chan struct{} // closed once a handshake negotiated HTTP/1.1: no bound
+	once  sync.Once
+}
+
+// errConnNotNeeded ends a dial whose request got a connection while the
+// dial waited; net/http discards it, as its request no longer waits.
+var errConnNotNeeded = errors.New("endpoint: the request got another connection")
+
+// gate returns t with the dial gate when no HTTPS proxy is configured in
+// the environment, else t unchanged.
+func gate(t *http.Transport) http.RoundTripper {
+	if os.Getenv("HTTPS_PROXY") != "" || os.Getenv("https_proxy") != "" {
+		return t
+	}
+	g := &gatedTransport{Transport: t, hosts: map[string]*hostGate{}, dial: t.DialContext}
+	if g.dial == nil {
+		g.dial = (&net.Dialer{}).DialContext
+	}
+	g.tls = &tls.Config{}
+	if t.TLSClientConfig != nil {
+		g.tls = t.TLSClientConfig.Clone()
+	}
+	if len(g.tls.NextProtos) == 0 {
+		g.tls.NextProtos = []string{"h2", "http/1.1"}
+	}
+	t.DialTLSContext = g.dialTLS
+	return g
+}
+
+// waiter is what a request's dials know of it: got is closed once the
+// request has a connection.
+type waiter struct {
+	got  chan struct{}
+	once sync.Once
+}
+
+type waiterKey struct{}
+
+// RoundTrip marks the request so that its dials see when it got a
+// connection (net/http dials with a context that keeps the request's
+// values).
+func (g *gatedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Scheme != "https" {
+		return g.Transport.RoundTrip(req)
+	}
+	w := &waiter{got: make(chan struct{})}
+	ctx := context.WithValue(req.Context(), waiterKey{}, w)
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn: func(httptrace.GotConnInfo) { w.once.Do(func() { close(w.got) }) },
+	})
+	return g.Transport.RoundTrip(req.WithContext(ctx))
+}
+
+// host returns the gate of addr.
+func (g *gatedTransport) host(addr string) *hostGate {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	h := g.hosts[addr]
+	if h == nil {
+		h = &hostGate{slots: make(chan struct{}, maxHandshakes), h1: make(chan struct{})}
+		g.hosts[addr] = h
+	}
+	return h
+}
+
+// dialTLS is the transport's DialTLSContext: the TCP dial and the TLS
+// handshake (bounded by the transport's TLSHandshakeTimeout), through the
+// host's gate unless the host speaks HTTP/1.1.
+func (g *gatedTransport) dialTLS(ctx context.Context, network, addr string) (net.Conn, error) {
+	h := g.host(addr)
+	var got chan struct{}
+	if w, ok := ctx.Value(waiterKey{}).(*waiter); ok {
+		got = w.got
+	}
+	select {
+	case h.slots <- struct{}{}:
+		defer func() { <-h.slots }()
+	case <-h.h1:
+	case <-got:
+		return nil, errConnNotNeeded
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case <-got:
+		return nil, errConnNotNeeded
+	default:
+	}
+	conn, err := g.dial(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	cfg := g.tls
+	if cfg.ServerName == "" {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			conn.Close()
+			return nil, err
+		}
+		cfg = cfg.Clone()
+		cfg.ServerName = host
+	}
+	hctx := ctx
+	if d := g.TLSHandshakeTimeout; d > 0 {
+		var cancel context.CancelFunc
+		hctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	tc := tls.Client(conn, cfg)
+	if err := tc.HandshakeContext(hctx); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	if tc.ConnectionState().NegotiatedProtocol != "h2" {
+		h.once.Do(func() { close(h.h1) })
+	}
+	return tc, nil
+}

@@ -1,0 +1,151 @@
+package endpoint
+
+import (
+	"crypto/tls"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// burstServer is a TLS server that holds every request until want of
+// them are in flight at once, counting its connections and the
+// handshakes that are past their ClientHello at the same time (each
+// takes at least 20 ms there, so concurrent dials overlap).
+type burstServer struct {
+	*httptest.Server
+	conns         atomic.Int64
+	handshakes    atomic.Int64
+	maxHandshakes atomic.Int64
+	arrived       atomic.Int64
+	release       chan struct{}
+}
+
+func newBurstServer(t *testing.T, h2 bool, streams uint32, want int64) *burstServer {
+	s := &burstServer{release: make(chan struct{})}
+	var once sync.Once
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.arrived.Add(1) == want {
+			once.Do(func() { close(s.release) })
+		}
+		select {
+		case <-s.release:
+		case <-time.After(20 * time.Second):
+			http.Error(w, "the burst never was in flight at once", http.StatusGatewayTimeout)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	s.EnableHTTP2 = h2
+	s.Config.ErrorLog = log.New(io.Discard, "", 0) // handshakes the test's end cuts off
+	s.Config.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: int(streams)}
+	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			s.conns.Add(1)
+		}
+	}
+	s.TLS = &tls.Config{GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		n := s.handshakes.Add(1)
+		defer s.handshakes.Add(-1)
+		for m := s.maxHandshakes.Load(); n > m && !s.maxHandshakes.CompareAndSwap(m, n); m = s.maxHandshakes.Load() {
+		}
+		time.Sleep(20 * time.Millisecond)
+		return nil, nil
+	}}
+	s.StartTLS()
+	t.Cleanup(s.Close)
+	return s
+}
+
+// burst sends n requests at once through the default client built over
+// a transport that trusts s, and returns each response's protocol major
+// version.
+func (s *burstServer) burst(t *testing.T, n int) []int {
+	t.Setenv("HTTPS_PROXY", "")
+	t.Setenv("https_proxy", "")
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.TLSClientConfig = s.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
+	c := clientFor(base)
+	t.Cleanup(c.CloseIdleConnections)
+	if _, ok := c.Transport.(*gatedTransport); !ok {
+		t.Fatalf("the default client's transport is %T, want the gated one", c.Transport)
+	}
+	protos := make([]int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			resp, err := c.Get(s.URL)
+			if err != nil {
+				t.Errorf("request %d: %v", i, err)
+				return
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Errorf("request %d: %s", i, resp.Status)
+			}
+			protos[i] = resp.ProtoMajor
+		})
+	}
+	wg.Wait()
+	return protos
+}
+
+// TestBurstOverHTTP2OpensFewConnections: 300 calls at once to an HTTP/2
+// host allowing 100 streams per connection are all in flight together,
+// with never more than 2 handshakes at once, over a handful of
+// connections: 3 are needed; a dial that takes its turn just before the
+// requests it would serve took their streams on the connection opened
+// before it adds one more (6 to 8 measured here). net/http's transport
+// alone opened 320 to 451 connections for the same burst, up to 300
+// handshakes at once.
+func TestBurstOverHTTP2OpensFewConnections(t *testing.T) {
+	const n = 300
+	s := newBurstServer(t, true, 100, n)
+	for i, p := range s.burst(t, n) {
+		if p != 2 {
+			t.Fatalf("request %d over HTTP/%d, want HTTP/2", i, p)
+		}
+	}
+	if got := s.conns.Load(); got < 3 || got > 15 {
+		t.Errorf("%d connections for %d concurrent calls at 100 streams each, want 3 to 15", got, n)
+	}
+	if got := s.maxHandshakes.Load(); got > maxHandshakes {
+		t.Errorf("%d handshakes at once, want at most %d", got, maxHandshakes)
+	}
+	t.Logf("%d connections, at most %d handshakes at once", s.conns.Load(), s.maxHandshakes.Load())
+}
+
+// TestBurstOverHTTP1IsNotBounded: a TLS host that negotiates HTTP/1.1
+// needs a connection per call; once its first handshake said so, the
+// dials of a burst run at once (more than the gate's bound), and every
+// call of the burst is in flight together on its own connection.
+func TestBurstOverHTTP1IsNotBounded(t *testing.T) {
+	const n = 40
+	s := newBurstServer(t, false, 0, n)
+	for i, p := range s.burst(t, n) {
+		if p != 1 {
+			t.Fatalf("request %d over HTTP/%d, want HTTP/1.1", i, p)
+		}
+	}
+	if got := s.conns.Load(); got != n {
+		t.Errorf("%d connections for %d concurrent HTTP/1.1 calls, want one each", got, n)
+	}
+	if got := s.maxHandshakes.Load(); got <= maxHandshakes {
+		t.Errorf("at most %d handshakes at once with an HTTP/1.1 host, want more than the gate's %d", got, maxHandshakes)
+	}
+}
+
+// TestGateStaysOffWithAProxy: with an HTTPS proxy configured the client
+// dials as net/http does (the proxy's connection has its own protocol).
+func TestGateStaysOffWithAProxy(t *testing.T) {
+	t.Setenv("HTTPS_PROXY", "http://127.0.0.1:3128")
+	c := clientFor(http.DefaultTransport)
+	if tr, ok := c.Transport.(*http.Transport); !ok || tr.DialTLSContext != nil {
+		t.Fatalf("transport %T with an HTTPS proxy, want net/http's own dialling", c.Transport)
+	}
+}
