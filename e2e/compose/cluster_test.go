@@ -175,7 +175,8 @@ func (f *faults) waitFor(p *turnload.Pace, fraction float64) {
 
 // act marks and runs action, then probes until a new turn is answered
 // and the cluster is healthy again; it returns "what: first answer after
-// D, healthy after D".
+// D, healthy after D", followed by what the cluster was last waited on
+// for, if it was not healthy at once.
 func (f *faults) act(t *testing.T, p *turnload.Pace, what string, action func()) string {
 	t.Helper()
 	p.Mark()
@@ -184,8 +185,12 @@ func (f *faults) act(t *testing.T, p *turnload.Pace, what string, action func())
 	go func() { answered <- turnload.FirstAnswer(f.web, start) }()
 	action()
 	first := <-answered
-	f.healthy(t)
-	return fmt.Sprintf("%s: first answer after %s, healthy after %s", what, first.Round(100*time.Millisecond), time.Since(start).Round(100*time.Millisecond))
+	waited := f.healthy(t)
+	line := fmt.Sprintf("%s: first answer after %s, healthy after %s", what, first.Round(100*time.Millisecond), time.Since(start).Round(100*time.Millisecond))
+	if waited != "" {
+		line += " (last waited on: " + waited + ")"
+	}
+	return line
 }
 
 // leader returns the server that leads stream.
@@ -239,14 +244,20 @@ func (f *faults) streams(t *testing.T) []string {
 }
 
 // healthy waits until every stream has three replicas, a leader and two
-// current followers.
-func (f *faults) healthy(t *testing.T) {
+// current followers, and returns the last shortfall it waited on ("" when
+// there was none).
+func (f *faults) healthy(t *testing.T) (waited string) {
 	t.Helper()
 	streams := f.streams(t)
 	if len(streams) < 9 {
 		t.Fatalf("%d streams %v, want Bub's 9 (and its buckets)", len(streams), streams)
 	}
-	natstest.Eventually(t, 3*time.Minute, func() (bool, string) {
+	natstest.Eventually(t, 3*time.Minute, func() (ok bool, why string) {
+		defer func() {
+			if !ok {
+				waited = why
+			}
+		}()
 		for _, s := range streams {
 			info, err := f.info(s)
 			if err != nil {
@@ -266,6 +277,7 @@ func (f *faults) healthy(t *testing.T) {
 		}
 		return true, ""
 	})
+	return waited
 }
 
 // caughtUp checks that every stream comes to hold the same messages on
