@@ -73,18 +73,51 @@ func gate(t *http.Transport) http.RoundTripper {
 	return g
 }
 
-// waiter is what a request's dials know of it: got is closed once the
-// request has a connection.
+// waiter is what a request's dials know of it: whether its current
+// attempt to get a connection got one. net/http makes a new attempt when
+// a request must be retried on another connection (one the server closed
+// or sent away): that attempt's dial must not give up because an earlier
+// attempt got a connection.
 type waiter struct {
-	got  chan struct{}
-	once sync.Once
+	mu   sync.Mutex
+	got  chan struct{} // closed once the current attempt got a connection
+	done bool          // got is closed
 }
 
 type waiterKey struct{}
 
-// RoundTrip marks the request so that its dials see when it got a
-// connection (net/http dials with a context that keeps the request's
-// values).
+// attempt starts the request's next attempt; the dials of the last one
+// are no longer waited for.
+func (w *waiter) attempt() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		close(w.got)
+	}
+	w.got, w.done = make(chan struct{}), false
+}
+
+// gotConn records that the current attempt got a connection.
+func (w *waiter) gotConn() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		close(w.got)
+		w.done = true
+	}
+}
+
+// current returns the channel closed once the current attempt got a
+// connection.
+func (w *waiter) current() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.got
+}
+
+// RoundTrip marks the request so that its dials see when its current
+// attempt got a connection (net/http dials with a context that keeps the
+// request's values, and calls GetConn at the start of every attempt).
 func (g *gatedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL.Scheme != "https" {
 		return g.Transport.RoundTrip(req)
@@ -92,7 +125,8 @@ func (g *gatedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	w := &waiter{got: make(chan struct{})}
 	ctx := context.WithValue(req.Context(), waiterKey{}, w)
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		GotConn: func(httptrace.GotConnInfo) { w.once.Do(func() { close(w.got) }) },
+		GetConn: func(string) { w.attempt() },
+		GotConn: func(httptrace.GotConnInfo) { w.gotConn() },
 	})
 	return g.Transport.RoundTrip(req.WithContext(ctx))
 }
@@ -114,9 +148,9 @@ func (g *gatedTransport) host(addr string) *hostGate {
 // host's gate unless the host speaks HTTP/1.1.
 func (g *gatedTransport) dialTLS(ctx context.Context, network, addr string) (net.Conn, error) {
 	h := g.host(addr)
-	var got chan struct{}
+	var got <-chan struct{}
 	if w, ok := ctx.Value(waiterKey{}).(*waiter); ok {
-		got = w.got
+		got = w.current()
 	}
 	select {
 	case h.slots <- struct{}{}:

@@ -1,7 +1,9 @@
 package endpoint
 
 import (
+	"context"
 	"crypto/tls"
+	"errors"
 	"io"
 	"log"
 	"net"
@@ -147,5 +149,37 @@ func TestGateStaysOffWithAProxy(t *testing.T) {
 	c := clientFor(http.DefaultTransport)
 	if tr, ok := c.Transport.(*http.Transport); !ok || tr.DialTLSContext != nil {
 		t.Fatalf("transport %T with an HTTPS proxy, want net/http's own dialling", c.Transport)
+	}
+}
+
+// TestRetriedAttemptDials: a dial of an attempt that got a connection
+// gives up, and the request's next attempt (net/http retries a request
+// whose connection the server closed or sent away) dials again.
+func TestRetriedAttemptDials(t *testing.T) {
+	s := newBurstServer(t, true, 100, 1)
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.TLSClientConfig = s.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
+	t.Setenv("HTTPS_PROXY", "")
+	t.Setenv("https_proxy", "")
+	g, ok := gate(base).(*gatedTransport)
+	if !ok {
+		t.Fatal("no gate")
+	}
+	addr := s.Listener.Addr().String()
+	w := &waiter{got: make(chan struct{})}
+	ctx := context.WithValue(context.Background(), waiterKey{}, w)
+	w.attempt()
+	w.gotConn()
+	if _, err := g.dialTLS(ctx, "tcp", addr); !errors.Is(err, errConnNotNeeded) {
+		t.Fatalf("a dial of an attempt that got a connection: %v, want %v", err, errConnNotNeeded)
+	}
+	w.attempt()
+	conn, err := g.dialTLS(ctx, "tcp", addr)
+	if err != nil {
+		t.Fatalf("the retried attempt's dial: %v", err)
+	}
+	conn.Close()
+	if got := s.conns.Load(); got != 1 {
+		t.Errorf("%d connections, want the retried attempt's one", got)
 	}
 }
