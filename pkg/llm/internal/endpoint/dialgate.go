@@ -26,7 +26,7 @@ const maxHandshakes = 2
 // costing both ends CPU and memory, and leaves as many connections open.
 // Here at most [maxHandshakes] handshakes with a host run at once, and a
 // dial waiting for its turn gives up as soon as its request got a
-// connection (the one another dial opened). A host that answered a
+// connection (the one another dial opened) or ended. A host that answered a
 // handshake with HTTP/1.1, where every call needs its own connection, is
 // not bounded after that first answer.
 //
@@ -48,9 +48,9 @@ type hostGate struct {
 	once  sync.Once
 }
 
-// errConnNotNeeded ends a dial whose request got a connection while the
-// dial waited; net/http discards it, as its request no longer waits.
-var errConnNotNeeded = errors.New("endpoint: the request got another connection")
+// errConnNotNeeded ends a dial whose request got a connection, or ended,
+// while the dial waited; net/http discards it, as nothing waits for it.
+var errConnNotNeeded = errors.New("endpoint: no request waits for this connection")
 
 // gate returns t with the dial gate when no HTTPS proxy is configured in
 // the environment, else t unchanged.
@@ -74,14 +74,18 @@ func gate(t *http.Transport) http.RoundTripper {
 }
 
 // waiter is what a request's dials know of it: whether its current
-// attempt to get a connection got one. net/http makes a new attempt when
-// a request must be retried on another connection (one the server closed
-// or sent away): that attempt's dial must not give up because an earlier
-// attempt got a connection.
+// attempt to get a connection still waits for one. net/http makes a new
+// attempt when a request must be retried on another connection (one the
+// server closed or sent away): that attempt's dial must not give up
+// because an earlier attempt got a connection. A request that ended
+// (answered, cancelled, timed out) waits for nothing, so the dials it
+// left waiting at a host's gate give up instead of holding their turn
+// there: during a provider outage, a dial per abandoned call would
+// otherwise wait its turn, then its dial timeout, two at a time.
 type waiter struct {
 	mu   sync.Mutex
-	got  chan struct{} // closed once the current attempt got a connection
-	done bool          // got is closed
+	wait chan struct{} // closed once the current attempt no longer waits
+	done bool          // wait is closed
 }
 
 type waiterKey struct{}
@@ -92,41 +96,44 @@ func (w *waiter) attempt() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.done {
-		close(w.got)
+		close(w.wait)
 	}
-	w.got, w.done = make(chan struct{}), false
+	w.wait, w.done = make(chan struct{}), false
 }
 
-// gotConn records that the current attempt got a connection.
-func (w *waiter) gotConn() {
+// stop records that the current attempt no longer waits for a
+// connection: it got one, or the request ended.
+func (w *waiter) stop() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.done {
-		close(w.got)
+		close(w.wait)
 		w.done = true
 	}
 }
 
-// current returns the channel closed once the current attempt got a
-// connection.
-func (w *waiter) current() <-chan struct{} {
+// waiting returns the channel closed once the current attempt no longer
+// waits for a connection.
+func (w *waiter) waiting() <-chan struct{} {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.got
+	return w.wait
 }
 
 // RoundTrip marks the request so that its dials see when its current
-// attempt got a connection (net/http dials with a context that keeps the
-// request's values, and calls GetConn at the start of every attempt).
+// attempt no longer waits for a connection (net/http dials with a context
+// that keeps the request's values, and calls GetConn at the start of
+// every attempt).
 func (g *gatedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL.Scheme != "https" {
 		return g.Transport.RoundTrip(req)
 	}
-	w := &waiter{got: make(chan struct{})}
+	w := &waiter{wait: make(chan struct{})}
+	defer w.stop()
 	ctx := context.WithValue(req.Context(), waiterKey{}, w)
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 		GetConn: func(string) { w.attempt() },
-		GotConn: func(httptrace.GotConnInfo) { w.gotConn() },
+		GotConn: func(httptrace.GotConnInfo) { w.stop() },
 	})
 	return g.Transport.RoundTrip(req.WithContext(ctx))
 }
@@ -148,21 +155,21 @@ func (g *gatedTransport) host(addr string) *hostGate {
 // host's gate unless the host speaks HTTP/1.1.
 func (g *gatedTransport) dialTLS(ctx context.Context, network, addr string) (net.Conn, error) {
 	h := g.host(addr)
-	var got <-chan struct{}
+	var waited <-chan struct{}
 	if w, ok := ctx.Value(waiterKey{}).(*waiter); ok {
-		got = w.current()
+		waited = w.waiting()
 	}
 	select {
 	case h.slots <- struct{}{}:
 		defer func() { <-h.slots }()
 	case <-h.h1:
-	case <-got:
+	case <-waited:
 		return nil, errConnNotNeeded
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
 	select {
-	case <-got:
+	case <-waited:
 		return nil, errConnNotNeeded
 	default:
 	}

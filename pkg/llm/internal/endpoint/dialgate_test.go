@@ -166,10 +166,10 @@ func TestRetriedAttemptDials(t *testing.T) {
 		t.Fatal("no gate")
 	}
 	addr := s.Listener.Addr().String()
-	w := &waiter{got: make(chan struct{})}
+	w := &waiter{wait: make(chan struct{})}
 	ctx := context.WithValue(context.Background(), waiterKey{}, w)
 	w.attempt()
-	w.gotConn()
+	w.stop()
 	if _, err := g.dialTLS(ctx, "tcp", addr); !errors.Is(err, errConnNotNeeded) {
 		t.Fatalf("a dial of an attempt that got a connection: %v, want %v", err, errConnNotNeeded)
 	}
@@ -181,5 +181,34 @@ func TestRetriedAttemptDials(t *testing.T) {
 	conn.Close()
 	if got := s.conns.Load(); got != 1 {
 		t.Errorf("%d connections, want the retried attempt's one", got)
+	}
+}
+
+// TestEndedRequestsDialGivesUp: a dial at a host's gate (both handshake
+// slots taken) gives up once its request ended (RoundTrip returned),
+// whether that happened before or while it waits, instead of waiting for
+// its turn and then dialling for nobody.
+func TestEndedRequestsDialGivesUp(t *testing.T) {
+	t.Setenv("HTTPS_PROXY", "")
+	t.Setenv("https_proxy", "")
+	g, ok := gate(http.DefaultTransport.(*http.Transport).Clone()).(*gatedTransport)
+	if !ok {
+		t.Fatal("no gate")
+	}
+	const addr = "127.0.0.1:1" // never dialled: the slots stay taken
+	h := g.host(addr)
+	for range maxHandshakes {
+		h.slots <- struct{}{}
+	}
+	w := &waiter{wait: make(chan struct{})}
+	w.attempt()
+	done := make(chan error, 1)
+	go func() {
+		_, err := g.dialTLS(context.WithValue(context.Background(), waiterKey{}, w), "tcp", addr)
+		done <- err
+	}()
+	w.stop() // RoundTrip returned: the request ended
+	if err := <-done; !errors.Is(err, errConnNotNeeded) {
+		t.Fatalf("the dial of an ended request: %v, want %v", err, errConnNotNeeded)
 	}
 }
