@@ -26,9 +26,11 @@ const maxHandshakes = 2
 // costing both ends CPU and memory, and leaves as many connections open.
 // Here at most [maxHandshakes] handshakes with a host run at once, and a
 // dial waiting for its turn gives up as soon as its request got a
-// connection (the one another dial opened) or ended. A host that answered a
-// handshake with HTTP/1.1, where every call needs its own connection, is
-// not bounded after that first answer.
+// connection (the one another dial opened) or ended, and fails with the
+// error of a dial that failed meanwhile (a host that does not answer
+// fails its waiting calls after one dial timeout, not one after another).
+// A host that answered a handshake with HTTP/1.1, where every call needs
+// its own connection, is not bounded after that first answer.
 //
 // Only direct connections go through the gate: [clientFor] installs it
 // when no HTTPS proxy is configured (a proxy's connection is dialled
@@ -46,6 +48,35 @@ type hostGate struct {
 	slots chan struct{}
 	h1    chan struct{} // closed once a handshake negotiated HTTP/1.1: no bound
 	once  sync.Once
+
+	mu   sync.Mutex
+	next *dialFailure // what the dials waiting now learn of the next failure
+}
+
+// dialFailure is a failed dial of a host, told to every dial that waited
+// at its gate meanwhile: done is closed once err is set.
+type dialFailure struct {
+	done chan struct{}
+	err  error
+}
+
+// failure returns what a dial starting to wait learns of the next failed
+// dial.
+func (h *hostGate) failure() *dialFailure {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.next
+}
+
+// failed tells err to every dial waiting at the gate, as x/net/http2's
+// shared dial does: while a host does not answer, its waiting calls fail
+// with the first dial that did, not one dial timeout after another.
+func (h *hostGate) failed(err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.next.err = err
+	close(h.next.done)
+	h.next = &dialFailure{done: make(chan struct{})}
 }
 
 // errConnNotNeeded ends a dial whose request got a connection, or ended,
@@ -144,27 +175,31 @@ func (g *gatedTransport) host(addr string) *hostGate {
 	defer g.mu.Unlock()
 	h := g.hosts[addr]
 	if h == nil {
-		h = &hostGate{slots: make(chan struct{}, maxHandshakes), h1: make(chan struct{})}
+		h = &hostGate{slots: make(chan struct{}, maxHandshakes), h1: make(chan struct{}), next: &dialFailure{done: make(chan struct{})}}
 		g.hosts[addr] = h
 	}
 	return h
 }
 
 // dialTLS is the transport's DialTLSContext: the TCP dial and the TLS
-// handshake (bounded by the transport's TLSHandshakeTimeout), through the
-// host's gate unless the host speaks HTTP/1.1.
+// handshake, through the host's gate unless the host speaks HTTP/1.1.
+// A dial that fails tells the dials waiting at the gate.
 func (g *gatedTransport) dialTLS(ctx context.Context, network, addr string) (net.Conn, error) {
 	h := g.host(addr)
 	var waited <-chan struct{}
 	if w, ok := ctx.Value(waiterKey{}).(*waiter); ok {
 		waited = w.waiting()
 	}
+	failure := h.failure()
 	select {
 	case h.slots <- struct{}{}:
 		defer func() { <-h.slots }()
 	case <-h.h1:
+		return g.handshake(ctx, h, network, addr)
 	case <-waited:
 		return nil, errConnNotNeeded
+	case <-failure.done:
+		return nil, failure.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -173,6 +208,17 @@ func (g *gatedTransport) dialTLS(ctx context.Context, network, addr string) (net
 		return nil, errConnNotNeeded
 	default:
 	}
+	conn, err := g.handshake(ctx, h, network, addr)
+	if err != nil && ctx.Err() == nil {
+		h.failed(err)
+	}
+	return conn, err
+}
+
+// handshake dials addr and shakes hands (bounded by the transport's
+// TLSHandshakeTimeout); it opens the gate of h for good when the host
+// answers with HTTP/1.1.
+func (g *gatedTransport) handshake(ctx context.Context, h *hostGate, network, addr string) (net.Conn, error) {
 	conn, err := g.dial(ctx, network, addr)
 	if err != nil {
 		return nil, err

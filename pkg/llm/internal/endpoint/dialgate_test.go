@@ -212,3 +212,62 @@ func TestEndedRequestsDialGivesUp(t *testing.T) {
 		t.Fatalf("the dial of an ended request: %v, want %v", err, errConnNotNeeded)
 	}
 }
+
+// TestSilentHostFailsItsWaitingCalls: against a host that accepts
+// connections and never answers a handshake, the calls waiting at its
+// gate fail with the first dial that timed out, as x/net/http2's shared
+// dial makes them, instead of each waiting for its own turn to time out
+// (30 calls, 2 at a time: 15 handshake timeouts one after the other).
+func TestSilentHostFailsItsWaitingCalls(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var accepted atomic.Int64
+	var held []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			mu.Lock()
+			held = append(held, c) // open and silent
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	t.Setenv("HTTPS_PROXY", "")
+	t.Setenv("https_proxy", "")
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.TLSHandshakeTimeout = 300 * time.Millisecond
+	c := clientFor(base)
+	const n = 30
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	for range n {
+		wg.Go(func() {
+			if resp, err := c.Get("https://" + ln.Addr().String() + "/"); err != nil {
+				failed.Add(1)
+			} else {
+				resp.Body.Close()
+			}
+		})
+	}
+	wg.Wait()
+	if failed.Load() != n {
+		t.Fatalf("%d of %d calls to a silent host failed, want all", failed.Load(), n)
+	}
+	if got := accepted.Load(); got > 2*maxHandshakes {
+		t.Errorf("%d connections to a silent host for %d waiting calls, want at most %d (the dials that failed for all of them)", got, n, 2*maxHandshakes)
+	}
+}
