@@ -55,8 +55,7 @@ func TestFromConfigAndRequestOptions(t *testing.T) {
 // not an *http.Transport as it is (no panic for a program that replaced
 // http.DefaultTransport).
 func TestClientFor(t *testing.T) {
-	t.Setenv("HTTPS_PROXY", "")
-	t.Setenv("https_proxy", "")
+	noProxy(t)
 	base := http.DefaultTransport.(*http.Transport)
 	c := clientFor(base)
 	g, ok := c.Transport.(*gatedTransport)
