@@ -1,5 +1,5 @@
 // Package status reads the state of a Bub deployment as NATS sees it: the
-// streams and consumers, the workers (each a NATS micro service instance,
+// streams (its KV buckets' too) and consumers, the workers (each a NATS micro service instance,
 // see [WorkerInstance]), the interceptor services with their NATS micro
 // statistics, the recorder's lag and the dead letters
 // ([Collect]); and the hook report of a running worker ([AskHooks], which

@@ -10,9 +10,10 @@ import (
 	"github.com/bubbus/bub/pkg/subjects"
 )
 
-// TestStatusShowsReplicas: on a 3-server cluster with R3 streams, every
-// stream's status names its replicas, its leader and the two followers
-// with their lag.
+// TestStatusShowsReplicas: on a 3-server cluster with R3 streams, the
+// status of every stream and of every KV bucket's stream (a replica of a
+// bucket catches up on its own) names its replicas, its leader and the
+// two followers with their lag.
 func TestStatusShowsReplicas(t *testing.T) {
 	nc, js := natstest.StartCluster(t, 3).JetStream(t)
 	n := subjects.Default()
@@ -20,8 +21,14 @@ func TestStatusShowsReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := status.Collect(t.Context(), nc, js, n)
-	if len(st.Streams) != 6 {
-		t.Fatalf("streams: %+v (errors %v)", st.Streams, st.Errors)
+	var got []string
+	for _, s := range st.Streams {
+		got = append(got, s.Name)
+	}
+	want := []string{n.InboundStream(), n.EventsStream(), n.OutboundStream(), n.TapesStream(), n.SteerStream(), n.DLQStream(),
+		n.KVStream(n.StateBucket()), n.KVStream(n.TurnsBucket()), n.KVStream(n.ApprovalsBucket()), n.KVStream(n.DeliveredBucket())}
+	if !slices.Equal(got, want) {
+		t.Fatalf("streams %v, want %v (errors %v)", got, want, st.Errors)
 	}
 	servers := []string{"n1", "n2", "n3"}
 	for _, s := range st.Streams {

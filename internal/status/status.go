@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/bubbus/bub/internal/natsx"
 	"github.com/bubbus/bub/pkg/hooks/interceptor"
 	"github.com/bubbus/bub/pkg/hooks/remote"
 	"github.com/bubbus/bub/pkg/subjects"
@@ -47,7 +48,8 @@ type Server struct {
 	Storage   uint64 `json:"jetstream_storage_bytes"`
 }
 
-// Stream is one Bub stream.
+// Stream is one Bub stream, or the stream of one of its KV buckets
+// (KV_<bucket>).
 type Stream struct {
 	Name      string    `json:"name"`
 	Messages  uint64    `json:"messages"`
@@ -163,7 +165,11 @@ func Collect(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, n subje
 	} else {
 		st.Server.Streams, st.Server.Consumers, st.Server.Storage = ai.Streams, ai.Consumers, ai.Store
 	}
-	for _, name := range []string{n.InboundStream(), n.EventsStream(), n.OutboundStream(), n.TapesStream(), n.SteerStream(), n.DLQStream()} {
+	names := []string{n.InboundStream(), n.EventsStream(), n.OutboundStream(), n.TapesStream(), n.SteerStream(), n.DLQStream()}
+	for _, b := range (natsx.Topology{}).Buckets(n) {
+		names = append(names, n.KVStream(b.Bucket)) // replicated as the streams are, and caught up on their own
+	}
+	for _, name := range names {
 		s, err := js.Stream(ctx, name)
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
 			continue
