@@ -208,18 +208,22 @@ func (f *faults) leader(t *testing.T, stream string) string {
 	return leader
 }
 
+// info reads stream's info; an error names the stream.
 func (f *faults) info(stream string) (*jetstream.StreamInfo, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	st, err := f.js.Stream(ctx, stream)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", stream, err)
 	}
 	info, err := st.Info(ctx)
-	if err == nil && info.Cluster == nil {
-		err = fmt.Errorf("%s: no cluster info", stream)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", stream, err)
+	case info.Cluster == nil:
+		return nil, fmt.Errorf("%s: no cluster info", stream)
 	}
-	return info, err
+	return info, nil
 }
 
 // streams lists the streams of the deployment (retried while JetStream
