@@ -116,7 +116,6 @@ func gate(t *http.Transport) http.RoundTripper {
 type waiter struct {
 	mu   sync.Mutex
 	wait chan struct{} // closed once the current attempt no longer waits
-	done bool          // wait is closed
 }
 
 type waiterKey struct{}
@@ -126,10 +125,8 @@ type waiterKey struct{}
 func (w *waiter) attempt() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if !w.done {
-		close(w.wait)
-	}
-	w.wait, w.done = make(chan struct{}), false
+	w.closeLocked()
+	w.wait = make(chan struct{})
 }
 
 // stop records that the current attempt no longer waits for a
@@ -137,9 +134,15 @@ func (w *waiter) attempt() {
 func (w *waiter) stop() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if !w.done {
+	w.closeLocked()
+}
+
+// closeLocked closes w.wait unless it is closed; w.mu is held.
+func (w *waiter) closeLocked() {
+	select {
+	case <-w.wait:
+	default:
 		close(w.wait)
-		w.done = true
 	}
 }
 
