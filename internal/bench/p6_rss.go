@@ -48,8 +48,7 @@ type rssVariant struct {
 	// major is the HTTP major version every model request must arrive
 	// with.
 	major int
-	// conns counts the connections the model server accepted (nil: not
-	// counted).
+	// conns counts the connections the model server accepted.
 	conns *atomic.Int64
 }
 
@@ -77,6 +76,17 @@ func (p *protoCounter) counts() [3]int64 {
 	return out
 }
 
+// countConns makes s count the connections it accepts.
+func countConns(s *http.Server) *atomic.Int64 {
+	var n atomic.Int64
+	s.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			n.Add(1)
+		}
+	}
+	return &n
+}
+
 func runP6(ctx context.Context, e *env) ([]Row, error) {
 	e.progress.Show("P6: starting the NATS server and the fake models (HTTPS with HTTP/2, HTTP/1.1)")
 	dir, srv, url, err := startFigureServer(ctx, e, "p6")
@@ -93,12 +103,7 @@ func runP6(ctx context.Context, e *env) ([]Row, error) {
 	tlsModel := httptest.NewUnstartedServer(counter)
 	tlsModel.EnableHTTP2 = true
 	tlsModel.Config.ErrorLog = log.New(io.Discard, "", 0)
-	var tlsConns atomic.Int64
-	tlsModel.Config.ConnState = func(_ net.Conn, st http.ConnState) {
-		if st == http.StateNew {
-			tlsConns.Add(1)
-		}
-	}
+	tlsConns := countConns(tlsModel.Config)
 	tlsModel.StartTLS()
 	defer tlsModel.Close()
 	certFile := filepath.Join(dir, "model-ca.pem")
@@ -106,11 +111,10 @@ func runP6(ctx context.Context, e *env) ([]Row, error) {
 		return nil, err
 	}
 	// The plain HTTP/1.1 provider (a local vLLM or Ollama).
-	plainURL, stopPlain, err := serveHTTP(counter)
-	if err != nil {
-		return nil, err
-	}
-	defer stopPlain()
+	plainModel := httptest.NewUnstartedServer(counter)
+	plainConns := countConns(plainModel.Config)
+	plainModel.Start()
+	defer plainModel.Close()
 
 	nc, err := nats.Connect(url, nats.Name("bench-p6"))
 	if err != nil {
@@ -132,8 +136,8 @@ func runP6(ctx context.Context, e *env) ([]Row, error) {
 	defer gw.Close()
 
 	variants := []rssVariant{
-		{id: "P6", proto: "HTTPS/HTTP2", base: tlsModel.URL, env: []string{"SSL_CERT_FILE=" + certFile}, goalMiB: rssGoalMiB, major: 2, conns: &tlsConns},
-		{id: "P6·h1", proto: "HTTP/1.1", base: plainURL, goalMiB: rssGoalH1MiB, major: 1},
+		{id: "P6", proto: "HTTPS/HTTP2", base: tlsModel.URL, env: []string{"SSL_CERT_FILE=" + certFile}, goalMiB: rssGoalMiB, major: 2, conns: tlsConns},
+		{id: "P6·h1", proto: "HTTP/1.1", base: plainModel.URL, goalMiB: rssGoalH1MiB, major: 1, conns: plainConns},
 	}
 	var rows []Row
 	for _, v := range variants {
@@ -236,30 +240,22 @@ func p6Variant(ctx context.Context, e *env, v rssVariant, url, dir string, gw *i
 	var maxConns int64 // the most connections a repetition opened
 	for rep := range e.cfg.reps {
 		e.progress.Step(fmt.Sprintf("%s: %d turns in flight (%s)%s", v.id, e.cfg.rssTurns, v.proto, repLabel(rep, e.cfg.reps)))
-		var conns0 int64
-		if v.conns != nil {
-			conns0 = v.conns.Load()
-		}
+		conns0 := v.conns.Load()
 		peak, inflight, err := round(e.cfg.rssTurns)
 		if err != nil {
 			return Row{}, err
 		}
-		if v.conns != nil {
-			maxConns = max(maxConns, v.conns.Load()-conns0)
-		}
+		maxConns = max(maxConns, v.conns.Load()-conns0)
 		peaks = append(peaks, float64(peak)/(1<<20))
 		minInflight = min(minInflight, inflight)
 	}
 	hwm, _ := procRSS(w.pid(), "VmHWM")
 	peak := Summarize(peaks)
-	extra := fmt.Sprintf("≥ %d model calls in flight at once in every repetition; idle %.1f MiB, VmHWM %.1f MiB", minInflight, float64(idle)/(1<<20), float64(hwm)/(1<<20))
-	if v.conns != nil {
-		extra += fmt.Sprintf("; at most %d new connections to the model in a repetition", maxConns)
-	}
 	return Row{
 		ID: v.id, Figure: fmt.Sprintf("worker RSS (peak VmRSS) with %d turns in flight, streaming model over %s answering after %s", e.cfg.rssTurns, v.proto, e.cfg.rssDelay),
 		Value: peak, Unit: MiB,
-		Extra:     extra,
+		Extra: fmt.Sprintf("≥ %d model calls in flight at once in every repetition; idle %.1f MiB, VmHWM %.1f MiB; at most %d new connections to the model in a repetition",
+			minInflight, float64(idle)/(1<<20), float64(hwm)/(1<<20), maxConns),
 		LimitName: "— (absolute)", Goal: fmt.Sprintf("≤ %g MiB", v.goalMiB), Result: AtMost(peak.Median, v.goalMiB),
 	}, nil
 }
