@@ -1,8 +1,8 @@
 // Package status reads the state of a Bub deployment as NATS sees it: the
-// streams (its KV buckets' too) and consumers, the workers (each a NATS micro service instance,
-// see [WorkerInstance]), the interceptor services with their NATS micro
-// statistics, the recorder's lag and the dead letters
-// ([Collect]); and the hook report of a running worker ([AskHooks], which
+// streams (its KV buckets' too) and consumers, the workers (each a NATS
+// micro service instance, see [WorkerInstance]), the interceptor services
+// with their NATS micro statistics, the recorder's lag and the dead
+// letters ([Collect]); and the hook report of a running worker ([AskHooks], which
 // a worker answers with [ServeHooks]). It also holds the wire contract
 // of a service's status endpoint ([ServiceStatus] and the metadata keys),
 // which internal/service serves and [Collect] reads.
