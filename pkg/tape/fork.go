@@ -39,8 +39,10 @@ type Fork struct {
 	// tapes the fork has not written yet: the base of their first append.
 	lastIDs map[string]int64
 	// seeds are parent indexes read by the fork's user (see [Fork.Seed]),
-	// each for the next Index of its tape.
-	seeds map[string]Index
+	// each for the next Index of its tape; fetchSeeds are the same
+	// indexes, each for the next read of its tape's entries from the
+	// parent.
+	seeds, fetchSeeds map[string]Index
 	// changed is closed and replaced whenever an overlay changes.
 	changed chan struct{}
 }
@@ -63,18 +65,43 @@ var (
 
 // NewFork returns an empty overlay on parent.
 func NewFork(parent Store) *Fork {
-	return &Fork{parent: parent, tapes: map[string]*overlay{}, lastIDs: map[string]int64{}, seeds: map[string]Index{}, changed: make(chan struct{})}
+	return &Fork{parent: parent, tapes: map[string]*overlay{}, lastIDs: map[string]int64{}, seeds: map[string]Index{}, fetchSeeds: map[string]Index{}, changed: make(chan struct{})}
 }
 
 // Seed hands the fork an index of tape that its user has just read from
 // the parent, so that the fork's next [Fork.Index] of tape (only that one)
-// starts from it instead of reading the parent again. A worker reads the
+// starts from it instead of reading the parent again, and so does its
+// next read of the parent's entries of tape (a [Fork.Fetch] that reaches
+// the parent), when the parent can read them from an index it is given
+// (a [JetStreamStore]; another parent reads its own). A worker reads the
 // index when its turn starts, waiting for the session's earlier turns to
-// be committed, and seeds its run's fork with it.
+// be committed, and seeds its run's fork with it: the run numbers its
+// entries after that index and reads its context up to it.
 func (f *Fork) Seed(tape string, ix Index) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.seeds[tape] = ix
+	f.fetchSeeds[tape] = ix
+}
+
+// fetcherFrom is a store that reads a tape's entries from an index of the
+// tape its caller has read (and reads the index again when the tape
+// changed since).
+type fetcherFrom interface {
+	fetchFrom(ctx context.Context, tape string, q Query, ix Index) ([]Entry, error)
+}
+
+// parentFetch reads q of tape from the parent, from the seeded index of
+// tape when there is one (see [Fork.Seed]).
+func (f *Fork) parentFetch(ctx context.Context, tape string, q Query) ([]Entry, error) {
+	f.mu.Lock()
+	ix, seeded := f.fetchSeeds[tape]
+	delete(f.fetchSeeds, tape)
+	f.mu.Unlock()
+	if p, ok := f.parent.(fetcherFrom); ok && seeded {
+		return p.fetchFrom(ctx, tape, q, ix)
+	}
+	return f.parent.Fetch(ctx, tape, q)
 }
 
 // Unwrap returns the parent store.
@@ -131,7 +158,7 @@ func (f *Fork) Fetch(ctx context.Context, tape string, q Query) ([]Entry, error)
 	if q.mode() == sliceBetween {
 		// The end anchor may be pending: rebuild the tape from the start
 		// anchor on and cut it here.
-		after, err := f.parent.Fetch(ctx, tape, All().AfterAnchor(q.betweenStart))
+		after, err := f.parentFetch(ctx, tape, All().AfterAnchor(q.betweenStart))
 		if err != nil {
 			return nil, err
 		}
@@ -141,7 +168,7 @@ func (f *Fork) Fetch(ctx context.Context, tape string, q Query) ([]Entry, error)
 	}
 	// The slice starts in the parent (or there is none); the other filters
 	// judge entries one by one, so each side can apply them.
-	parent, err := f.parent.Fetch(ctx, tape, q.withoutLimit())
+	parent, err := f.parentFetch(ctx, tape, q.withoutLimit())
 	if err != nil {
 		return nil, err
 	}

@@ -320,6 +320,17 @@ func (s *JetStreamStore) lock(tape string) *sync.Mutex {
 
 // Fetch implements [Reader].
 func (s *JetStreamStore) Fetch(ctx context.Context, tape string, q Query) ([]Entry, error) {
+	return s.fetch(ctx, tape, q, nil)
+}
+
+// fetchFrom is Fetch starting from ix, an index of tape the caller has
+// read (see [Fork.Seed]): its first attempt reads no index.
+func (s *JetStreamStore) fetchFrom(ctx context.Context, tape string, q Query, ix Index) ([]Entry, error) {
+	return s.fetch(ctx, tape, q, &ix)
+}
+
+// fetch reads q of tape, its first attempt from known when not nil.
+func (s *JetStreamStore) fetch(ctx context.Context, tape string, q Query, known *Index) ([]Entry, error) {
 	// A read of the entries reads from the stream leader what a replica
 	// that lags answers wrong (see readCommitted), so one that fails still
 	// met a tape that changed meanwhile (a reset), or an index that a
@@ -332,8 +343,13 @@ func (s *JetStreamStore) Fetch(ctx context.Context, tape string, q Query) ([]Ent
 				return nil, fmt.Errorf("reading tape %q: %w", tape, err)
 			}
 		}
-		ix, err := s.index(ctx, tape, attempt > 0)
-		if err != nil {
+		var (
+			ix  Index
+			err error
+		)
+		if attempt == 0 && known != nil && known.Tape == tape {
+			ix = *known
+		} else if ix, err = s.index(ctx, tape, attempt > 0); err != nil {
 			return nil, err
 		}
 		window, err := s.window(ctx, ix, q)

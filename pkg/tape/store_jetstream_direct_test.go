@@ -435,3 +435,83 @@ func TestJetStreamReadsAStaleIndexFromTheLeader(t *testing.T) {
 		})
 	}
 }
+
+// TestSeededForkReadsItsContextFromTheSeed: a run's fork seeded with the
+// index its turn read when it started (Fork.Seed) reads its context, the
+// entries after the last anchor, without reading the index again: only
+// the direct get of the entries; the fork's next read of the store reads
+// the index. The seed is the run's snapshot of the tape: a seed whose
+// entries a reset purged since reads what the tape holds then (the read
+// goes back to the index).
+func TestSeededForkReadsItsContextFromTheSeed(t *testing.T) {
+	ctx := t.Context()
+	f := newFixture(t)
+	s := f.store(t)
+	appendNumbered(t, s, "t", 10, 4)
+	nc, _ := f.srv.JetStream(t)
+	indexReads, err := nc.SubscribeSync(s.directSubject + "." + f.names.TapeIndex("t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := countAPI(t, f)
+	contents := func(entries []Entry) []string {
+		var out []string
+		for _, e := range entries {
+			if c, ok := e.Payload["content"].(string); ok {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	// reads returns the index reads and the API requests since the last
+	// call.
+	reads := func() (int, map[string]int) {
+		t.Helper()
+		got := api.take(t)
+		n, _, err := indexReads.Pending()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range n {
+			if _, err := indexReads.NextMsg(time.Second); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return n, got
+	}
+
+	ix, err := s.Index(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads()
+	fork := NewFork(s)
+	fork.Seed("t", ix)
+	s.cache = newEntryCache(entryCacheBytes) // the entries come from the stream
+	got, err := fork.Fetch(ctx, "t", All().LastAnchor())
+	if want := []string{"5", "6", "7", "8", "9"}; err != nil || !slices.Equal(contents(got), want) {
+		t.Fatalf("context %v (%v), want %v", contents(got), err, want)
+	}
+	if n, api := reads(); n != 0 || api["DIRECT.GET"] != 1 || len(api) != 1 {
+		t.Fatalf("the seeded read made %d index reads and API requests %v, want no index read and 1 direct get (the entries)", n, api)
+	}
+	if _, err := fork.Fetch(ctx, "t", All().LastAnchor()); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := reads(); n != 1 {
+		t.Fatalf("the next read made %d index reads, want 1 (a seed serves one read)", n)
+	}
+
+	// The tape is reset after the seed was read: the seed's entries are
+	// purged.
+	if _, err := s.Append(ctx, "t", []Entry{Anchor("b", nil), userMsg("new")}, WithReset()); err != nil {
+		t.Fatal(err)
+	}
+	s.cache = newEntryCache(entryCacheBytes) // the seed's entries are gone
+	stale := NewFork(s)
+	stale.Seed("t", ix)
+	got, err = stale.Fetch(ctx, "t", All().LastAnchor())
+	if want := []string{"new"}; err != nil || !slices.Equal(contents(got), want) {
+		t.Fatalf("context from a stale seed %v (%v), want %v", contents(got), err, want)
+	}
+}
