@@ -120,10 +120,9 @@ type JetStreamStore struct {
 	// leader (see leaderGet).
 	msgGetSubject string
 	// seen holds the newest index revision this store has observed per
-	// tape, so that an index read served stale by a lagging replica is
-	// detected and retried.
-	seenMu sync.Mutex
-	seen   map[string]uint64
+	// recently observed tape, so that an index read served stale by a
+	// lagging replica is detected and retried.
+	seen revisions
 	// cache holds the committed entries read last of recently read tapes.
 	cache *entryCache
 	// atomic: appends are atomic batches (a replicated stream; see
@@ -222,7 +221,7 @@ func NewJetStreamStore(ctx context.Context, js jetstream.JetStream, names subjec
 			return nil, err
 		}
 	}
-	s := &JetStreamStore{js: js, names: names, source: storeSource(js), grace: o.grace, seen: map[string]uint64{}, cache: newEntryCache(o.cacheBytes)}
+	s := &JetStreamStore{js: js, names: names, source: storeSource(js), grace: o.grace, cache: newEntryCache(o.cacheBytes)}
 	var err error
 	if o.provision {
 		sc := StreamConfig(names)
@@ -714,14 +713,41 @@ func (s *JetStreamStore) index(ctx context.Context, tape string, fromLeader bool
 
 // observe records ix's revision and reports whether it is at least the
 // newest one this store has seen for the tape.
-func (s *JetStreamStore) observe(ix Index) bool {
-	s.seenMu.Lock()
-	defer s.seenMu.Unlock()
-	if ix.Revision < s.seen[ix.Tape] {
-		return false
+func (s *JetStreamStore) observe(ix Index) bool { return s.seen.observe(ix.Tape, ix.Revision) }
+
+// revisionsKept bounds a [revisions]: it remembers the tapes observed
+// last, at least this many and at most twice as many.
+const revisionsKept = 1 << 14
+
+// revisions is the newest revision observed of each recently observed
+// tape, in two generations of at most revisionsKept tapes each: once the
+// current one is full, it becomes the old one and the one before is
+// dropped. A long-running worker or recorder observes every session's
+// tape it ever touches; one map of them all grew without bound. A tape
+// not observed for that long has no revision to compare with, as after a
+// restart. The zero value is empty.
+type revisions struct {
+	mu       sync.Mutex
+	cur, old map[string]uint64
+}
+
+// observe records rev for tape and reports whether it is at least the
+// newest revision observed of it.
+func (r *revisions) observe(tape string, rev uint64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	newest, ok := r.cur[tape]
+	if !ok {
+		newest = r.old[tape]
+		if len(r.cur) >= revisionsKept {
+			r.old, r.cur = r.cur, nil
+		}
+		if r.cur == nil {
+			r.cur = make(map[string]uint64)
+		}
 	}
-	s.seen[ix.Tape] = ix.Revision
-	return true
+	r.cur[tape] = max(rev, newest)
+	return rev >= newest
 }
 
 // WaitWatermark implements [Indexer] by following the tape's index

@@ -1397,3 +1397,32 @@ func TestJetStreamWatermarkWaitOutlivesItsConsumer(t *testing.T) {
 	}
 	t.Logf("the server of the wait's consumer (%s, meta leader %t) died; the wait returned %s after the commit", host, metaLeader, max(0, r.at.Sub(committed)).Round(100*time.Millisecond))
 }
+
+// TestRevisionsStayBounded: a store observes the index of every tape it
+// touches. It remembers the newest revision of the tapes it touched last,
+// refusing an older one (served by a replica that lags), and forgets the
+// others instead of growing with every session a long-running service
+// ever touched; a forgotten tape takes any revision, as after a restart.
+func TestRevisionsStayBounded(t *testing.T) {
+	var r revisions
+	const tapes = 5 * revisionsKept
+	for i := range tapes {
+		if !r.observe(strconv.Itoa(i), 2) {
+			t.Fatalf("tape %d: its first revision refused", i)
+		}
+		if r.observe(strconv.Itoa(i), 1) {
+			t.Fatalf("tape %d: an older revision taken", i)
+		}
+	}
+	if n := len(r.cur) + len(r.old); n > 2*revisionsKept {
+		t.Fatalf("%d tapes remembered after %d observed, want at most %d", n, tapes, 2*revisionsKept)
+	}
+	for i := tapes - revisionsKept; i < tapes; i++ {
+		if r.observe(strconv.Itoa(i), 1) {
+			t.Fatalf("tape %d, among the last %d observed: an older revision taken", i, revisionsKept)
+		}
+	}
+	if !r.observe("0", 1) {
+		t.Fatal("a tape forgotten long ago refused a revision")
+	}
+}
