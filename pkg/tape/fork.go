@@ -86,20 +86,34 @@ func (f *Fork) Seed(tape string, ix Index) {
 
 // fetcherFrom is a store that reads a tape's entries from an index of the
 // tape its caller has read (and reads the index again when the tape
-// changed since).
+// changed since), shared ones when shared (see sharedFetcher).
 type fetcherFrom interface {
-	fetchFrom(ctx context.Context, tape string, q Query, ix Index) ([]Entry, error)
+	fetchFrom(ctx context.Context, tape string, q Query, ix Index, shared bool) ([]Entry, error)
+}
+
+// sharedFetcher is a store that reads entries for a caller that only
+// reads them ([Tape.ReadMessages] with [DefaultSelector]) without copying
+// them: they may be the ones the store keeps, so neither they nor their
+// payloads and meta may be changed (the slice is the caller's). Copying
+// every entry of a session's context on every turn was most of a long
+// session's turn.
+type sharedFetcher interface {
+	fetchShared(ctx context.Context, tape string, q Query) ([]Entry, error)
 }
 
 // parentFetch reads q of tape from the parent, from the seeded index of
-// tape when there is one (see [Fork.Seed]).
-func (f *Fork) parentFetch(ctx context.Context, tape string, q Query) ([]Entry, error) {
+// tape when there is one (see [Fork.Seed]); shared ones when shared and
+// the parent can.
+func (f *Fork) parentFetch(ctx context.Context, tape string, q Query, shared bool) ([]Entry, error) {
 	f.mu.Lock()
 	ix, seeded := f.fetchSeeds[tape]
 	delete(f.fetchSeeds, tape)
 	f.mu.Unlock()
 	if p, ok := f.parent.(fetcherFrom); ok && seeded {
-		return p.fetchFrom(ctx, tape, q, ix)
+		return p.fetchFrom(ctx, tape, q, ix, shared)
+	}
+	if p, ok := f.parent.(sharedFetcher); ok && shared {
+		return p.fetchShared(ctx, tape, q)
 	}
 	return f.parent.Fetch(ctx, tape, q)
 }
@@ -150,33 +164,48 @@ func (f *Fork) view(tape string) view {
 
 // Fetch implements [Reader].
 func (f *Fork) Fetch(ctx context.Context, tape string, q Query) ([]Entry, error) {
+	return f.fetch(ctx, tape, q, false)
+}
+
+// fetchShared implements sharedFetcher.
+func (f *Fork) fetchShared(ctx context.Context, tape string, q Query) ([]Entry, error) {
+	return f.fetch(ctx, tape, q, true)
+}
+
+// fetch is Fetch; its entries are shared ones when shared (see
+// sharedFetcher).
+func (f *Fork) fetch(ctx context.Context, tape string, q Query, shared bool) ([]Entry, error) {
+	own := cloneEntries
+	if shared {
+		own = slices.Clone[[]Entry]
+	}
 	v := f.view(tape)
 	if v.reset || pendingHoldsStart(v.entries, q) {
 		out, err := q.Apply(v.entries)
-		return cloneEntries(out), err
+		return own(out), err
 	}
 	if q.mode() == sliceBetween {
 		// The end anchor may be pending: rebuild the tape from the start
 		// anchor on and cut it here.
-		after, err := f.parentFetch(ctx, tape, All().AfterAnchor(q.betweenStart))
+		after, err := f.parentFetch(ctx, tape, All().AfterAnchor(q.betweenStart), shared)
 		if err != nil {
 			return nil, err
 		}
 		virtual := slices.Concat([]Entry{Anchor(q.betweenStart, nil)}, after, v.entries)
 		out, err := q.Apply(virtual)
-		return cloneEntries(out), err
+		return own(out), err
 	}
 	// The slice starts in the parent (or there is none); the other filters
 	// judge entries one by one, so each side can apply them.
-	parent, err := f.parentFetch(ctx, tape, q.withoutLimit())
+	parent, err := f.parentFetch(ctx, tape, q.withoutLimit(), shared)
 	if err != nil {
 		return nil, err
 	}
-	own, err := q.entryFilters().Apply(v.entries)
+	mine, err := q.entryFilters().Apply(v.entries)
 	if err != nil {
 		return nil, err
 	}
-	out := append(parent, cloneEntries(own)...)
+	out := append(parent, own(mine)...)
 	if q.limited && len(out) > q.limit {
 		out = out[:q.limit]
 	}

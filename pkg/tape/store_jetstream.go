@@ -319,17 +319,22 @@ func (s *JetStreamStore) lock(tape string) *sync.Mutex {
 
 // Fetch implements [Reader].
 func (s *JetStreamStore) Fetch(ctx context.Context, tape string, q Query) ([]Entry, error) {
-	return s.fetch(ctx, tape, q, nil)
+	return s.fetch(ctx, tape, q, nil, false)
 }
 
-// fetchFrom is Fetch starting from ix, an index of tape the caller has
-// read (see [Fork.Seed]): its first attempt reads no index.
-func (s *JetStreamStore) fetchFrom(ctx context.Context, tape string, q Query, ix Index) ([]Entry, error) {
-	return s.fetch(ctx, tape, q, &ix)
+// fetchShared implements sharedFetcher.
+func (s *JetStreamStore) fetchShared(ctx context.Context, tape string, q Query) ([]Entry, error) {
+	return s.fetch(ctx, tape, q, nil, true)
 }
 
-// fetch reads q of tape, its first attempt from known when not nil.
-func (s *JetStreamStore) fetch(ctx context.Context, tape string, q Query, known *Index) ([]Entry, error) {
+// fetchFrom implements fetcherFrom: its first attempt reads no index.
+func (s *JetStreamStore) fetchFrom(ctx context.Context, tape string, q Query, ix Index, shared bool) ([]Entry, error) {
+	return s.fetch(ctx, tape, q, &ix, shared)
+}
+
+// fetch reads q of tape, its first attempt from known when not nil; the
+// entries are shared ones when shared (see sharedFetcher).
+func (s *JetStreamStore) fetch(ctx context.Context, tape string, q Query, known *Index, shared bool) ([]Entry, error) {
 	// A read of the entries reads from the stream leader what a replica
 	// that lags answers wrong (see readCommitted), so one that fails still
 	// met a tape that changed meanwhile (a reset), or an index that a
@@ -351,7 +356,7 @@ func (s *JetStreamStore) fetch(ctx context.Context, tape string, q Query, known 
 		} else if ix, err = s.index(ctx, tape, attempt > 0); err != nil {
 			return nil, err
 		}
-		window, err := s.window(ctx, ix, q)
+		window, err := s.window(ctx, ix, q, shared)
 		if errors.Is(err, errRetry) {
 			continue
 		}
@@ -364,8 +369,9 @@ func (s *JetStreamStore) fetch(ctx context.Context, tape string, q Query, known 
 }
 
 // window reads the committed entries q may select: from the anchor the
-// query starts at (taken from the index) to the end.
-func (s *JetStreamStore) window(ctx context.Context, ix Index, q Query) ([]Entry, error) {
+// query starts at (taken from the index) to the end; shared ones when
+// shared.
+func (s *JetStreamStore) window(ctx context.Context, ix Index, q Query, shared bool) ([]Entry, error) {
 	if ix.Entries == 0 {
 		return nil, nil
 	}
@@ -394,10 +400,10 @@ func (s *JetStreamStore) window(ctx context.Context, ix Index, q Query) ([]Entry
 		}
 	case sliceAll:
 		if q.limited && q.text == "" && !q.dates && len(q.kinds) == 0 {
-			return s.readCommitted(ctx, ix, start, firstID, min(ix.LastID, int64(q.limit)))
+			return s.readCommitted(ctx, ix, start, firstID, min(ix.LastID, int64(q.limit)), shared)
 		}
 	}
-	return s.readCommitted(ctx, ix, start, firstID, ix.LastID-firstID+1)
+	return s.readCommitted(ctx, ix, start, firstID, ix.LastID-firstID+1, shared)
 }
 
 // readCommitted reads count committed entries starting at stream sequence
@@ -416,11 +422,11 @@ func (s *JetStreamStore) window(ctx context.Context, ix Index, q Query) ([]Entry
 // anchor, or meets the first or last entry of a remembered commit; they
 // miss a read that ends inside a commit without commit id, such as a
 // limited one.
-func (s *JetStreamStore) readCommitted(ctx context.Context, ix Index, start uint64, firstID, count int64) ([]Entry, error) {
+func (s *JetStreamStore) readCommitted(ctx context.Context, ix Index, start uint64, firstID, count int64, shared bool) ([]Entry, error) {
 	if count <= 0 {
 		return nil, nil
 	}
-	cached, last := s.cache.get(ix.Tape, start, firstID, count)
+	cached, last := s.cache.get(ix.Tape, start, firstID, count, shared)
 	if int64(len(cached)) == count {
 		return cached, nil
 	}
@@ -460,7 +466,7 @@ func (s *JetStreamStore) readCommitted(ctx context.Context, ix Index, start uint
 	if err != nil {
 		return nil, err
 	}
-	return append(cached, s.cache.put(ix.Tape, last, read)...), nil
+	return append(cached, s.cache.put(ix.Tape, last, read, shared)...), nil
 }
 
 // readReplicas calls fn for the messages of subj with start <= sequence

@@ -49,10 +49,11 @@ func newEntryCache(limit int) *entryCache {
 	return &entryCache{limit: limit, lru: list.New(), tapes: map[string]*list.Element{}}
 }
 
-// get returns copies of at most count cached entries of tape from stream
-// sequence start on, the first with id firstID, and the sequence of the
-// last one (nil, 0 when the run does not hold start).
-func (c *entryCache) get(tape string, start uint64, firstID int64, count int64) ([]Entry, uint64) {
+// get returns at most count cached entries of tape from stream sequence
+// start on, the first with id firstID, and the sequence of the last one
+// (nil, 0 when the run does not hold start): copies, or when shared the
+// cached entries themselves, which the caller must not change.
+func (c *entryCache) get(tape string, start uint64, firstID int64, count int64, shared bool) ([]Entry, uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el := c.tapes[tape]
@@ -68,7 +69,10 @@ func (c *entryCache) get(tape string, start uint64, firstID int64, count int64) 
 	run = run[k : k+int(min(count, int64(len(run)-k)))]
 	out := make([]Entry, len(run))
 	for i, e := range run {
-		out[i] = e.entry.Clone()
+		out[i] = e.entry
+		if !shared {
+			out[i] = out[i].Clone()
+		}
 	}
 	return out, run[len(run)-1].seq
 }
@@ -78,9 +82,9 @@ func (c *entryCache) get(tape string, start uint64, firstID int64, count int64) 
 // a read from the stream alone): when the tape's run still ends there,
 // it gains the entries; otherwise they replace it. The oldest entries go
 // first when the cache is over its limit. put returns the entries for
-// the caller: copies when the cache keeps them, else the entries
-// themselves.
-func (c *entryCache) put(tape string, after uint64, entries []cachedEntry) []Entry {
+// the caller: copies when the cache keeps them, unless shared (see get),
+// else the entries themselves.
+func (c *entryCache) put(tape string, after uint64, entries []cachedEntry, shared bool) []Entry {
 	out := make([]Entry, len(entries))
 	for i, e := range entries {
 		out[i] = e.entry
@@ -89,7 +93,9 @@ func (c *entryCache) put(tape string, after uint64, entries []cachedEntry) []Ent
 		return out
 	}
 	for i := range out {
-		out[i] = out[i].Clone()
+		if !shared {
+			out[i] = out[i].Clone()
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -86,22 +86,22 @@ func TestEntryCacheStaysWithinItsLimit(t *testing.T) {
 		}
 		return entries
 	}
-	c.put("a", 0, run(15, 1, 1))
-	if got, _ := c.get("a", 1, 1, 15); got != nil {
+	c.put("a", 0, run(15, 1, 1), false)
+	if got, _ := c.get("a", 1, 1, 15, false); got != nil {
 		t.Fatalf("the oldest entries stayed: %d", len(got))
 	}
-	if got, last := c.get("a", 6, 6, 15); len(got) != 10 || last != 15 {
+	if got, last := c.get("a", 6, 6, 15, false); len(got) != 10 || last != 15 {
 		t.Fatalf("got %d entries up to %d, want the newest 10 up to 15", len(got), last)
 	}
-	c.put("a", 15, run(5, 16, 16)) // continues the run, which drops 5 more
-	if got, last := c.get("a", 11, 11, 100); len(got) != 10 || last != 20 || c.size != 100 {
+	c.put("a", 15, run(5, 16, 16), false) // continues the run, which drops 5 more
+	if got, last := c.get("a", 11, 11, 100, false); len(got) != 10 || last != 20 || c.size != 100 {
 		t.Fatalf("got %d up to %d (size %d), want 10 up to 20 (100)", len(got), last, c.size)
 	}
-	c.put("b", 0, run(3, 100, 1)) // over the limit: a, read least recently, goes
-	if got, _ := c.get("a", 11, 11, 100); got != nil || c.size != 30 {
+	c.put("b", 0, run(3, 100, 1), false) // over the limit: a, read least recently, goes
+	if got, _ := c.get("a", 11, 11, 100, false); got != nil || c.size != 30 {
 		t.Fatalf("tape a stayed (size %d)", c.size)
 	}
-	if got, _ := c.get("b", 100, 2, 3); got != nil {
+	if got, _ := c.get("b", 100, 2, 3, false); got != nil {
 		t.Fatal("a read whose first id differs hit the cache")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/bubbus/bub/internal/natstest"
 	"github.com/bubbus/bub/pkg/jsretry"
+	"github.com/bubbus/bub/pkg/llm"
 	"github.com/bubbus/bub/pkg/subjects"
 )
 
@@ -370,7 +372,7 @@ func TestJetStreamNeverReadsFencedOrphansFromALaggingReplica(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if cached, _ := r.cache.get("t", ix.FirstSeq, 1, ix.Entries); !slices.Equal(contents(t, cached), c.want) {
+				if cached, _ := r.cache.get("t", ix.FirstSeq, 1, ix.Entries, false); !slices.Equal(contents(t, cached), c.want) {
 					t.Fatalf("cached %q, want %q", contents(t, cached), c.want)
 				}
 			})
@@ -513,5 +515,77 @@ func TestSeededForkReadsItsContextFromTheSeed(t *testing.T) {
 	got, err = stale.Fetch(ctx, "t", All().LastAnchor())
 	if want := []string{"new"}; err != nil || !slices.Equal(contents(got), want) {
 		t.Fatalf("context from a stale seed %v (%v), want %v", contents(got), err, want)
+	}
+}
+
+// TestContextReadsLendTheCachedEntries: the default context read of a
+// run's fork takes the store's cached entries as they are (no copy per
+// entry per turn: the cached payloads themselves reach the selector);
+// any other read, a custom selector's included, gets copies, so a
+// selector that changes what it is given changes nothing another read
+// sees.
+func TestContextReadsLendTheCachedEntries(t *testing.T) {
+	ctx := t.Context()
+	s := newFixture(t).store(t)
+	appendNumbered(t, s, "t", 6, 2)
+	fork := NewFork(s)
+	if _, err := fork.Fetch(ctx, "t", All()); err != nil { // the cache holds the tape
+		t.Fatal(err)
+	}
+	cached, _ := s.cache.get("t", 1, 1, 6, true)
+	var given []Entry
+	// The default selector's read, observed through the fork's shared
+	// fetch that ReadMessages makes with it.
+	lent, err := fork.fetchShared(ctx, "t", All().LastAnchor())
+	if err != nil || len(lent) != 3 {
+		t.Fatalf("shared read: %d entries (%v), want 3", len(lent), err)
+	}
+	if reflect.ValueOf(lent[0].Payload).UnsafePointer() != reflect.ValueOf(cached[3].Payload).UnsafePointer() {
+		t.Fatal("the default context read copied the cached entries")
+	}
+	mutate := func(ctx context.Context, entries []Entry, c Context) ([]llm.Message, error) {
+		for _, e := range entries {
+			e.Payload["content"] = "changed"
+		}
+		given = entries
+		return DefaultSelector(ctx, entries, c)
+	}
+	msgs, err := New(fork, "t", Context{Select: mutate}).ReadMessages(ctx)
+	if err != nil || len(msgs) != 3 || msgs[0].Content.Text != "changed" {
+		t.Fatalf("custom selector: %+v (%v)", msgs, err)
+	}
+	if reflect.ValueOf(given[0].Payload).UnsafePointer() == reflect.ValueOf(cached[3].Payload).UnsafePointer() {
+		t.Fatal("a custom selector was given the cached entries")
+	}
+	msgs, err = New(fork, "t", Context{}).ReadMessages(ctx)
+	if err != nil || len(msgs) != 3 || msgs[0].Content.Text != "3" || msgs[2].Content.Text != "5" {
+		t.Fatalf("after a custom selector changed its entries the context reads %+v (%v), want 3, 4, 5", msgs, err)
+	}
+}
+
+// TestContextReadAllocatesLittlePerEntry: a long session's context read
+// from the cache (a run's fork, the default selector) allocates a few
+// times per read, not per entry: each turn of a session read its whole
+// context, and copying each cached entry (its payload and meta maps) made
+// a turn's cost grow with the session (about 1,900 allocations for these
+// 599 entries, and at 500 turns of history a turn took three times as
+// long as a new session's).
+func TestContextReadAllocatesLittlePerEntry(t *testing.T) {
+	ctx := t.Context()
+	s := newFixture(t).store(t)
+	const entries = 600
+	appendNumbered(t, s, "t", entries, 0)
+	tp := New(NewFork(s), "t", Context{})
+	if _, err := tp.ReadMessages(ctx); err != nil { // the cache holds the tape
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(20, func() {
+		msgs, err := tp.ReadMessages(ctx)
+		if err != nil || len(msgs) != entries-1 {
+			t.Fatalf("%d messages (%v), want %d", len(msgs), err, entries-1)
+		}
+	})
+	if allocs > entries/4 {
+		t.Fatalf("a read of %d entries allocated %.0f times, want at most %d", entries-1, allocs, entries/4)
 	}
 }

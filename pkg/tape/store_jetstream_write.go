@@ -131,7 +131,7 @@ func (w *writer) attempt(ctx context.Context) ([]Entry, error) {
 	w.rev = ix.Revision
 	if w.o.commitID != "" {
 		if c, ok := ix.Commit(w.o.commitID); ok {
-			return s.readCommitted(ctx, Index{Tape: w.tape, Seq: c.LastSeq, LastID: c.FirstID + int64(c.Count) - 1}, c.FirstSeq, c.FirstID, int64(c.Count))
+			return s.readCommitted(ctx, Index{Tape: w.tape, Seq: c.LastSeq, LastID: c.FirstID + int64(c.Count) - 1}, c.FirstSeq, c.FirstID, int64(c.Count), false)
 		}
 	}
 	first := ix.LastID + 1
@@ -360,7 +360,7 @@ func (w *writer) landed(ctx context.Context, first, last uint64, stored []Entry)
 			return false, err
 		}
 	}
-	got, err := s.readCommitted(ctx, Index{Tape: w.tape, Seq: last, LastID: stored[len(stored)-1].ID}, first, stored[0].ID, int64(len(stored)))
+	got, err := s.readCommitted(ctx, Index{Tape: w.tape, Seq: last, LastID: stored[len(stored)-1].ID}, first, stored[0].ID, int64(len(stored)), false)
 	if errors.Is(err, errRetry) {
 		return false, nil
 	}

@@ -303,9 +303,15 @@ func (t Tape) Reset(ctx context.Context, archive bool) (string, error) {
 
 // ReadMessages returns the model context: the entries the context's query
 // selects, without those whose meta has context:false, turned into
-// messages by the context's selector.
+// messages by the context's selector. With the default selector, which
+// keeps no part of the entries it reads, a store that can lends its
+// entries instead of copies (see sharedFetcher).
 func (t Tape) ReadMessages(ctx context.Context) ([]llm.Message, error) {
-	entries, err := t.store.Fetch(ctx, t.name, t.ctx.Query())
+	fetch := t.store.Fetch
+	if s, ok := t.store.(sharedFetcher); ok && t.ctx.Select == nil {
+		fetch = s.fetchShared
+	}
+	entries, err := fetch(ctx, t.name, t.ctx.Query())
 	if err != nil {
 		return nil, err
 	}
