@@ -58,6 +58,10 @@ type Options struct {
 	// MCP are the MCP servers each worker starts and offers the tools of
 	// (BUB_MCP_SERVERS, see mcptools.ServersFromEnv).
 	MCP []mcptools.Server
+	// TapeCacheMiB bounds the tape store's cache of committed entries,
+	// in MiB of the messages they were decoded from (see
+	// tape.WithEntryCache); 0 turns it off.
+	TapeCacheMiB int
 }
 
 // NewRuntime builds a worker's turn runtime on conn.
@@ -93,7 +97,7 @@ func NewRuntime(ctx context.Context, conn *service.Conn, o Options, log *slog.Lo
 		Source:   events.Source("worker", o.Instance),
 		Instance: o.Instance,
 		TapeStore: func(ctx context.Context) (tape.Store, error) {
-			return tape.NewJetStreamStore(ctx, conn.JS, conn.Names, tape.WithoutProvisioning())
+			return tape.NewJetStreamStore(ctx, conn.JS, conn.Names, tape.WithoutProvisioning(), tape.WithEntryCache(o.TapeCacheMiB<<20))
 		},
 		State:     state,
 		Approvals: approvalStore,

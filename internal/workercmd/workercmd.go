@@ -31,11 +31,22 @@ func Bind(fs *pflag.FlagSet, o *Options, env service.Env) {
 	wd, _ := os.Getwd()
 	fs.StringVar(&o.Workspace, "workspace", cli.EnvOr(getenv, "BUB_WORKSPACE", wd), "workspace directory the tools work in (env BUB_WORKSPACE)")
 	fs.IntVar(&o.Worker.Concurrency, "concurrency", envInt(getenv, "BUB_WORKER_CONCURRENCY", 256), "turns in flight per worker (env BUB_WORKER_CONCURRENCY)")
+	fs.IntVar(&o.TapeCacheMiB, "tape-cache", envInt(getenv, envTapeCache, defaultTapeCacheMiB), "MiB of tape messages kept decoded for the sessions' next turns, 0 = none (env "+envTapeCache+")")
 	fs.IntVar(&o.Agent.MaxSteps, "max-steps", envInt(getenv, "BUB_MAX_STEPS", 0), "maximum agent steps per run, 0 = unlimited (env BUB_MAX_STEPS)")
 	o.CaptureContent = telemetry.CaptureContent(getenv)
 	fs.StringVar(&o.Admission, "admission", getenv("BUB_ADMISSION"), "admission policy for busy sessions: process, drop, follow_up or steer, optionally per channel (cli:steer,http:follow_up) (env BUB_ADMISSION)")
 	fs.DurationVar(&o.Worker.ShutdownGrace, "shutdown-grace", cli.DurationFromEnv(getenv, "BUB_SHUTDOWN_GRACE", 30*time.Second), "on SIGTERM, how long running turns may finish before they are handed back (env BUB_SHUTDOWN_GRACE)")
 }
+
+// The tape cache: a turn reads its session's context, every entry since
+// the last anchor; the entries a worker read last are kept decoded (up to
+// this many MiB of their messages) so that a session's next turn reads
+// only what came since. Sessions whose contexts do not fit are read whole
+// each turn.
+const (
+	envTapeCache        = "BUB_TAPE_CACHE"
+	defaultTapeCacheMiB = 8
+)
 
 func envInt(getenv cli.Getenv, key string, def int) int {
 	if v := getenv(key); v != "" {
@@ -46,10 +57,19 @@ func envInt(getenv cli.Getenv, key string, def int) int {
 	return def
 }
 
-// Load reads the model configuration, the remote interceptors
+// Load checks the tape cache's size (BUB_TAPE_CACHE, --tape-cache) and
+// reads the model configuration, the remote interceptors
 // (BUB_INTERCEPTORS, see remote.ConfigsFromEnv) and the MCP servers
 // (BUB_MCP_SERVERS, see mcptools.ServersFromEnv) from the environment.
 func Load(getenv cli.Getenv, o *Options) error {
+	if v := getenv(envTapeCache); v != "" {
+		if _, err := strconv.Atoi(v); err != nil {
+			return fmt.Errorf("%s=%q: want a whole number of MiB", envTapeCache, v)
+		}
+	}
+	if o.TapeCacheMiB < 0 {
+		return fmt.Errorf("tape cache of %d MiB (--tape-cache, %s): want 0 (none) or more", o.TapeCacheMiB, envTapeCache)
+	}
 	cfg, err := llm.ConfigFromEnv(getenv)
 	if err != nil {
 		return fmt.Errorf("model configuration: %w", err)

@@ -1,0 +1,52 @@
+package workercmd
+
+import (
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+
+	"github.com/bubbus/bub/internal/service"
+)
+
+// TestTapeCacheSize: --tape-cache or BUB_TAPE_CACHE sizes the worker's
+// tape cache in MiB, 8 by default, 0 for none; a value that is not a whole
+// number of MiB, or is negative, is refused with what was given.
+func TestTapeCacheSize(t *testing.T) {
+	for _, c := range []struct {
+		env  string
+		args []string
+		want int
+		err  string
+	}{
+		{want: 8},
+		{env: "256", want: 256},
+		{env: "0", want: 0},
+		{env: "256", args: []string{"--tape-cache=64"}, want: 64},
+		{env: "lots", err: `BUB_TAPE_CACHE="lots": want a whole number of MiB`},
+		{env: "-1", err: "tape cache of -1 MiB (--tape-cache, BUB_TAPE_CACHE): want 0 (none) or more"},
+		{args: []string{"--tape-cache=-5"}, err: "tape cache of -5 MiB"},
+	} {
+		getenv := func(key string) string {
+			if key == envTapeCache {
+				return c.env
+			}
+			return ""
+		}
+		var o Options
+		fs := pflag.NewFlagSet("worker", pflag.ContinueOnError)
+		Bind(fs, &o, service.Env{Getenv: getenv, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err := fs.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		err := Load(getenv, &o)
+		switch {
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("env %q, args %v: error %v, want one containing %q", c.env, c.args, err, c.err)
+		case c.err == "" && (err != nil || o.TapeCacheMiB != c.want):
+			t.Errorf("env %q, args %v: %d MiB (%v), want %d", c.env, c.args, o.TapeCacheMiB, err, c.want)
+		}
+	}
+}
