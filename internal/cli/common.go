@@ -135,6 +135,11 @@ func (c *Common) Validate() error {
 		}
 		c.Topology = t
 		errs = append(errs, err)
+		if v := c.getenv("BUB_SHUTDOWN_GRACE"); v != "" {
+			if d, err := time.ParseDuration(v); err != nil || d <= 0 {
+				errs = append(errs, fmt.Errorf("BUB_SHUTDOWN_GRACE=%q: want a positive duration such as 30s", v))
+			}
+		}
 	}
 	if _, _, err := natsx.ParseSync(c.JSSync); err != nil {
 		errs = append(errs, fmt.Errorf("BUB_JS_SYNC: %w", err))
@@ -225,7 +230,7 @@ func TopologyFromEnv(getenv Getenv) (natsx.Topology, error) {
 }
 
 // DurationFromEnv returns the duration in getenv(key), def when unset or
-// invalid.
+// invalid (Common.Validate refuses an invalid BUB_SHUTDOWN_GRACE).
 func DurationFromEnv(getenv Getenv, key string, def time.Duration) time.Duration {
 	if v := getenv(key); v != "" {
 		if d, err := time.ParseDuration(v); err == nil && d > 0 {

@@ -46,8 +46,8 @@ func TestTopologySettings(t *testing.T) {
 	if err != nil || c.Topology.Replicas != 5 || !c.Topology.NoProvision {
 		t.Errorf("flags: %+v, %v", c.Topology, err)
 	}
-	for env, want := range map[string]string{"BUB_REPLICAS": "BUB_REPLICAS=\"2\"", "BUB_PROVISION": "BUB_PROVISION=\"maybe\"", "BUB_PLACEMENT_TAGS": "BUB_PLACEMENT_TAGS", "BUB_JS_SYNC": "BUB_JS_SYNC"} {
-		bad := map[string]string{"BUB_REPLICAS": "2", "BUB_PROVISION": "maybe", "BUB_PLACEMENT_TAGS": "a,,b", "BUB_JS_SYNC": "sometimes"}[env]
+	for env, want := range map[string]string{"BUB_REPLICAS": "BUB_REPLICAS=\"2\"", "BUB_PROVISION": "BUB_PROVISION=\"maybe\"", "BUB_PLACEMENT_TAGS": "BUB_PLACEMENT_TAGS", "BUB_JS_SYNC": "BUB_JS_SYNC", "BUB_SHUTDOWN_GRACE": "BUB_SHUTDOWN_GRACE=\"soon\": want a positive duration"} {
+		bad := map[string]string{"BUB_REPLICAS": "2", "BUB_PROVISION": "maybe", "BUB_PLACEMENT_TAGS": "a,,b", "BUB_JS_SYNC": "sometimes", "BUB_SHUTDOWN_GRACE": "soon"}[env]
 		if _, err := parse(map[string]string{env: bad}); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s=%s: %v", env, bad, err)
 		}

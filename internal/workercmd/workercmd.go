@@ -57,14 +57,17 @@ func envInt(getenv cli.Getenv, key string, def int) int {
 	return def
 }
 
-// Load checks the tape cache's size (BUB_TAPE_CACHE, --tape-cache) and
+// Load checks the worker's numbers from the environment (a value that is
+// not one is an error, not the default) and the tape cache's size, and
 // reads the model configuration, the remote interceptors
 // (BUB_INTERCEPTORS, see remote.ConfigsFromEnv) and the MCP servers
 // (BUB_MCP_SERVERS, see mcptools.ServersFromEnv) from the environment.
 func Load(getenv cli.Getenv, o *Options) error {
-	if v := getenv(envTapeCache); v != "" {
-		if _, err := strconv.Atoi(v); err != nil {
-			return fmt.Errorf("%s=%q: want a whole number of MiB", envTapeCache, v)
+	for _, key := range []string{"BUB_WORKER_CONCURRENCY", "BUB_MAX_STEPS", envTapeCache} {
+		if v := getenv(key); v != "" {
+			if n, err := strconv.Atoi(v); err != nil || n < 0 {
+				return fmt.Errorf("%s=%q: want a whole number, 0 or more", key, v)
+			}
 		}
 	}
 	if o.TapeCacheMiB < 0 {

@@ -1,6 +1,7 @@
 package workercmd
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -13,7 +14,9 @@ import (
 
 // TestTapeCacheSize: --tape-cache or BUB_TAPE_CACHE sizes the worker's
 // tape cache in MiB, 8 by default, 0 for none; a value that is not a whole
-// number of MiB, or is negative, is refused with what was given.
+// number of MiB, or is negative, is refused with what was given, as are
+// the worker's other numbers from the environment (they fell back to
+// their defaults without a word).
 func TestTapeCacheSize(t *testing.T) {
 	for _, c := range []struct {
 		env  string
@@ -25,8 +28,8 @@ func TestTapeCacheSize(t *testing.T) {
 		{env: "256", want: 256},
 		{env: "0", want: 0},
 		{env: "256", args: []string{"--tape-cache=64"}, want: 64},
-		{env: "lots", err: `BUB_TAPE_CACHE="lots": want a whole number of MiB`},
-		{env: "-1", err: "tape cache of -1 MiB (--tape-cache, BUB_TAPE_CACHE): want 0 (none) or more"},
+		{env: "lots", err: `BUB_TAPE_CACHE="lots": want a whole number, 0 or more`},
+		{env: "-1", err: `BUB_TAPE_CACHE="-1": want a whole number, 0 or more`},
 		{args: []string{"--tape-cache=-5"}, err: "tape cache of -5 MiB"},
 	} {
 		getenv := func(key string) string {
@@ -47,6 +50,30 @@ func TestTapeCacheSize(t *testing.T) {
 			t.Errorf("env %q, args %v: error %v, want one containing %q", c.env, c.args, err, c.err)
 		case c.err == "" && (err != nil || o.TapeCacheMiB != c.want):
 			t.Errorf("env %q, args %v: %d MiB (%v), want %d", c.env, c.args, o.TapeCacheMiB, err, c.want)
+		}
+	}
+}
+
+// TestWorkerNumbersFromTheEnvironment: BUB_WORKER_CONCURRENCY and
+// BUB_MAX_STEPS that are not whole numbers of 0 or more are refused,
+// naming the variable and the value.
+func TestWorkerNumbersFromTheEnvironment(t *testing.T) {
+	for _, c := range []struct{ key, value string }{
+		{"BUB_WORKER_CONCURRENCY", "1k"},
+		{"BUB_WORKER_CONCURRENCY", "-3"},
+		{"BUB_MAX_STEPS", "ten"},
+	} {
+		getenv := func(key string) string {
+			if key == c.key {
+				return c.value
+			}
+			return ""
+		}
+		var o Options
+		Bind(pflag.NewFlagSet("worker", pflag.ContinueOnError), &o, service.Env{Getenv: getenv, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		want := fmt.Sprintf("%s=%q: want a whole number, 0 or more", c.key, c.value)
+		if err := Load(getenv, &o); err == nil || err.Error() != want {
+			t.Errorf("%s=%s: error %v, want %q", c.key, c.value, err, want)
 		}
 	}
 }
