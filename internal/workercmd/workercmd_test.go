@@ -32,19 +32,7 @@ func TestTapeCacheSize(t *testing.T) {
 		{env: "-1", err: `BUB_TAPE_CACHE="-1": want a whole number, 0 or more`},
 		{args: []string{"--tape-cache=-5"}, err: "tape cache of -5 MiB"},
 	} {
-		getenv := func(key string) string {
-			if key == envTapeCache {
-				return c.env
-			}
-			return ""
-		}
-		var o Options
-		fs := pflag.NewFlagSet("worker", pflag.ContinueOnError)
-		Bind(fs, &o, service.Env{Getenv: getenv, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		if err := fs.Parse(c.args); err != nil {
-			t.Fatal(err)
-		}
-		err := Load(getenv, &o)
+		o, err := load(t, envTapeCache, c.env, c.args...)
 		switch {
 		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
 			t.Errorf("env %q, args %v: error %v, want one containing %q", c.env, c.args, err, c.err)
@@ -63,17 +51,28 @@ func TestWorkerNumbersFromTheEnvironment(t *testing.T) {
 		{"BUB_WORKER_CONCURRENCY", "-3"},
 		{"BUB_MAX_STEPS", "ten"},
 	} {
-		getenv := func(key string) string {
-			if key == c.key {
-				return c.value
-			}
-			return ""
-		}
-		var o Options
-		Bind(pflag.NewFlagSet("worker", pflag.ContinueOnError), &o, service.Env{Getenv: getenv, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		want := fmt.Sprintf("%s=%q: want a whole number, 0 or more", c.key, c.value)
-		if err := Load(getenv, &o); err == nil || err.Error() != want {
+		if _, err := load(t, c.key, c.value); err == nil || err.Error() != want {
 			t.Errorf("%s=%s: error %v, want %q", c.key, c.value, err, want)
 		}
 	}
+}
+
+// load binds and loads the worker options with key=value as the only
+// environment variable ("" for none) and args as the flags.
+func load(t *testing.T, key, value string, args ...string) (Options, error) {
+	t.Helper()
+	getenv := func(k string) string {
+		if k == key {
+			return value
+		}
+		return ""
+	}
+	var o Options
+	fs := pflag.NewFlagSet("worker", pflag.ContinueOnError)
+	Bind(fs, &o, service.Env{Getenv: getenv, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return o, Load(getenv, &o)
 }
