@@ -39,10 +39,8 @@ type Fork struct {
 	// tapes the fork has not written yet: the base of their first append.
 	lastIDs map[string]int64
 	// seeds are parent indexes read by the fork's user (see [Fork.Seed]),
-	// each for the next Index of its tape; fetchSeeds are the same
-	// indexes, each for the next read of its tape's entries from the
-	// parent.
-	seeds, fetchSeeds map[string]Index
+	// with the reads each still serves.
+	seeds map[string]seed
 	// changed is closed and replaced whenever an overlay changes.
 	changed chan struct{}
 }
@@ -65,7 +63,7 @@ var (
 
 // NewFork returns an empty overlay on parent.
 func NewFork(parent Store) *Fork {
-	return &Fork{parent: parent, tapes: map[string]*overlay{}, lastIDs: map[string]int64{}, seeds: map[string]Index{}, fetchSeeds: map[string]Index{}, changed: make(chan struct{})}
+	return &Fork{parent: parent, tapes: map[string]*overlay{}, lastIDs: map[string]int64{}, seeds: map[string]seed{}, changed: make(chan struct{})}
 }
 
 // Seed hands the fork an index of tape that its user has just read from
@@ -80,40 +78,72 @@ func NewFork(parent Store) *Fork {
 func (f *Fork) Seed(tape string, ix Index) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.seeds[tape] = ix
-	f.fetchSeeds[tape] = ix
+	f.seeds[tape] = seed{ix: ix, index: true, fetch: true}
 }
 
-// fetcherFrom is a store that reads a tape's entries from an index of the
-// tape its caller has read (and reads the index again when the tape
-// changed since), shared ones when shared (see sharedFetcher).
-type fetcherFrom interface {
-	fetchFrom(ctx context.Context, tape string, q Query, ix Index, shared bool) ([]Entry, error)
+// seed is an index given to [Fork.Seed] and the reads it still serves:
+// the fork's next Index of its tape, its next read of the tape's entries
+// from the parent.
+type seed struct {
+	ix           Index
+	index, fetch bool
 }
 
-// sharedFetcher is a store that reads entries for a caller that only
-// reads them ([Tape.ReadMessages] with [DefaultSelector]) without copying
-// them: they may be the ones the store keeps, so neither they nor their
-// payloads and meta may be changed (the slice is the caller's). Copying
-// every entry of a session's context on every turn was most of a long
-// session's turn.
-type sharedFetcher interface {
-	fetchShared(ctx context.Context, tape string, q Query) ([]Entry, error)
+// takeSeed returns the seeded index of tape for the fork's next Index
+// (fetch false) or its next read of the parent's entries (fetch true),
+// once.
+func (f *Fork) takeSeed(tape string, fetch bool) (Index, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := f.seeds[tape]
+	serves := &s.index
+	if fetch {
+		serves = &s.fetch
+	}
+	if !*serves {
+		return Index{}, false
+	}
+	*serves = false
+	if s.index || s.fetch {
+		f.seeds[tape] = s
+	} else {
+		delete(f.seeds, tape)
+	}
+	return s.ix, true
+}
+
+// readOptions say how a [fetcher] reads.
+type readOptions struct {
+	// known is an index of the tape that the caller has just read: the
+	// read starts from it instead of reading the index (a store that
+	// finds the tape changed since reads the index after all).
+	known *Index
+	// shared is set by a caller that only reads the entries
+	// ([Tape.ReadMessages] with [DefaultSelector]): they may be the ones
+	// the store keeps, not copies, so neither they nor their payloads and
+	// meta may be changed (the slice is the caller's). Copying every
+	// entry of a session's context on every turn was most of a long
+	// session's turn.
+	shared bool
+}
+
+// fetcher is a store that reads entries as readOptions say: the
+// JetStream store and the fork (which reads its parent from its own seed,
+// not from known).
+type fetcher interface {
+	fetchWith(ctx context.Context, tape string, q Query, o readOptions) ([]Entry, error)
 }
 
 // parentFetch reads q of tape from the parent, from the seeded index of
 // tape when there is one (see [Fork.Seed]); shared ones when shared and
 // the parent can.
 func (f *Fork) parentFetch(ctx context.Context, tape string, q Query, shared bool) ([]Entry, error) {
-	f.mu.Lock()
-	ix, seeded := f.fetchSeeds[tape]
-	delete(f.fetchSeeds, tape)
-	f.mu.Unlock()
-	if p, ok := f.parent.(fetcherFrom); ok && seeded {
-		return p.fetchFrom(ctx, tape, q, ix, shared)
+	o := readOptions{shared: shared}
+	if ix, ok := f.takeSeed(tape, true); ok {
+		o.known = &ix
 	}
-	if p, ok := f.parent.(sharedFetcher); ok && shared {
-		return p.fetchShared(ctx, tape, q)
+	if p, ok := f.parent.(fetcher); ok {
+		return p.fetchWith(ctx, tape, q, o)
 	}
 	return f.parent.Fetch(ctx, tape, q)
 }
@@ -164,19 +194,13 @@ func (f *Fork) view(tape string) view {
 
 // Fetch implements [Reader].
 func (f *Fork) Fetch(ctx context.Context, tape string, q Query) ([]Entry, error) {
-	return f.fetch(ctx, tape, q, false)
+	return f.fetchWith(ctx, tape, q, readOptions{})
 }
 
-// fetchShared implements sharedFetcher.
-func (f *Fork) fetchShared(ctx context.Context, tape string, q Query) ([]Entry, error) {
-	return f.fetch(ctx, tape, q, true)
-}
-
-// fetch is Fetch; its entries are shared ones when shared (see
-// sharedFetcher).
-func (f *Fork) fetch(ctx context.Context, tape string, q Query, shared bool) ([]Entry, error) {
+// fetchWith implements fetcher.
+func (f *Fork) fetchWith(ctx context.Context, tape string, q Query, o readOptions) ([]Entry, error) {
 	own := cloneEntries
-	if shared {
+	if o.shared {
 		own = slices.Clone[[]Entry]
 	}
 	v := f.view(tape)
@@ -187,7 +211,7 @@ func (f *Fork) fetch(ctx context.Context, tape string, q Query, shared bool) ([]
 	if q.mode() == sliceBetween {
 		// The end anchor may be pending: rebuild the tape from the start
 		// anchor on and cut it here.
-		after, err := f.parentFetch(ctx, tape, All().AfterAnchor(q.betweenStart), shared)
+		after, err := f.parentFetch(ctx, tape, All().AfterAnchor(q.betweenStart), o.shared)
 		if err != nil {
 			return nil, err
 		}
@@ -197,7 +221,7 @@ func (f *Fork) fetch(ctx context.Context, tape string, q Query, shared bool) ([]
 	}
 	// The slice starts in the parent (or there is none); the other filters
 	// judge entries one by one, so each side can apply them.
-	parent, err := f.parentFetch(ctx, tape, q.withoutLimit(), shared)
+	parent, err := f.parentFetch(ctx, tape, q.withoutLimit(), o.shared)
 	if err != nil {
 		return nil, err
 	}
@@ -328,10 +352,7 @@ func (f *Fork) List(ctx context.Context) ([]string, error) {
 // stay the parent's.
 func (f *Fork) Index(ctx context.Context, tape string) (Index, error) {
 	v := f.view(tape)
-	f.mu.Lock()
-	pix, seeded := f.seeds[tape]
-	delete(f.seeds, tape)
-	f.mu.Unlock()
+	pix, seeded := f.takeSeed(tape, false)
 	if !seeded {
 		var err error
 		if pix, err = f.parent.Index(ctx, tape); err != nil {

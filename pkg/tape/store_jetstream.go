@@ -319,22 +319,12 @@ func (s *JetStreamStore) lock(tape string) *sync.Mutex {
 
 // Fetch implements [Reader].
 func (s *JetStreamStore) Fetch(ctx context.Context, tape string, q Query) ([]Entry, error) {
-	return s.fetch(ctx, tape, q, nil, false)
+	return s.fetchWith(ctx, tape, q, readOptions{})
 }
 
-// fetchShared implements sharedFetcher.
-func (s *JetStreamStore) fetchShared(ctx context.Context, tape string, q Query) ([]Entry, error) {
-	return s.fetch(ctx, tape, q, nil, true)
-}
-
-// fetchFrom implements fetcherFrom: its first attempt reads no index.
-func (s *JetStreamStore) fetchFrom(ctx context.Context, tape string, q Query, ix Index, shared bool) ([]Entry, error) {
-	return s.fetch(ctx, tape, q, &ix, shared)
-}
-
-// fetch reads q of tape, its first attempt from known when not nil; the
-// entries are shared ones when shared (see sharedFetcher).
-func (s *JetStreamStore) fetch(ctx context.Context, tape string, q Query, known *Index, shared bool) ([]Entry, error) {
+// fetchWith implements fetcher: the first attempt starts from o.known
+// when it is an index of tape.
+func (s *JetStreamStore) fetchWith(ctx context.Context, tape string, q Query, o readOptions) ([]Entry, error) {
 	// A read of the entries reads from the stream leader what a replica
 	// that lags answers wrong (see readCommitted), so one that fails still
 	// met a tape that changed meanwhile (a reset), or an index that a
@@ -351,12 +341,12 @@ func (s *JetStreamStore) fetch(ctx context.Context, tape string, q Query, known 
 			ix  Index
 			err error
 		)
-		if attempt == 0 && known != nil && known.Tape == tape {
-			ix = *known
+		if attempt == 0 && o.known != nil && o.known.Tape == tape {
+			ix = *o.known
 		} else if ix, err = s.index(ctx, tape, attempt > 0); err != nil {
 			return nil, err
 		}
-		window, err := s.window(ctx, ix, q, shared)
+		window, err := s.window(ctx, ix, q, o.shared)
 		if errors.Is(err, errRetry) {
 			continue
 		}

@@ -92,8 +92,8 @@ func (c *entryCache) put(tape string, after uint64, entries []cachedEntry, share
 	if len(entries) == 0 || c.limit == 0 {
 		return out
 	}
-	for i := range out {
-		if !shared {
+	if !shared {
+		for i := range out {
 			out[i] = out[i].Clone()
 		}
 	}

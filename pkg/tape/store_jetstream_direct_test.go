@@ -536,7 +536,7 @@ func TestContextReadsLendTheCachedEntries(t *testing.T) {
 	var given []Entry
 	// The default selector's read, observed through the fork's shared
 	// fetch that ReadMessages makes with it.
-	lent, err := fork.fetchShared(ctx, "t", All().LastAnchor())
+	lent, err := fork.fetchWith(ctx, "t", All().LastAnchor(), readOptions{shared: true})
 	if err != nil || len(lent) != 3 {
 		t.Fatalf("shared read: %d entries (%v), want 3", len(lent), err)
 	}

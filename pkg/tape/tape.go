@@ -305,13 +305,15 @@ func (t Tape) Reset(ctx context.Context, archive bool) (string, error) {
 // selects, without those whose meta has context:false, turned into
 // messages by the context's selector. With the default selector, which
 // keeps no part of the entries it reads, a store that can lends its
-// entries instead of copies (see sharedFetcher).
+// entries instead of copies (see readOptions).
 func (t Tape) ReadMessages(ctx context.Context) ([]llm.Message, error) {
-	fetch := t.store.Fetch
-	if s, ok := t.store.(sharedFetcher); ok && t.ctx.Select == nil {
-		fetch = s.fetchShared
+	var entries []Entry
+	var err error
+	if s, ok := t.store.(fetcher); ok && t.ctx.Select == nil {
+		entries, err = s.fetchWith(ctx, t.name, t.ctx.Query(), readOptions{shared: true})
+	} else {
+		entries, err = t.store.Fetch(ctx, t.name, t.ctx.Query())
 	}
-	entries, err := fetch(ctx, t.name, t.ctx.Query())
 	if err != nil {
 		return nil, err
 	}
