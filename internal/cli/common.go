@@ -136,9 +136,8 @@ func (c *Common) Validate() error {
 		c.Topology = t
 		errs = append(errs, err)
 		if v := c.getenv("BUB_SHUTDOWN_GRACE"); v != "" {
-			if d, err := time.ParseDuration(v); err != nil || d <= 0 {
-				errs = append(errs, fmt.Errorf("BUB_SHUTDOWN_GRACE=%q: want a positive duration such as 30s", v))
-			}
+			_, err := positiveDuration("BUB_SHUTDOWN_GRACE", v)
+			errs = append(errs, err)
 		}
 	}
 	if _, _, err := natsx.ParseSync(c.JSSync); err != nil {
@@ -186,9 +185,9 @@ func TopologyFromEnv(getenv Getenv) (natsx.Topology, error) {
 	var errs []error
 	dur := func(key string, d *time.Duration) {
 		if v := getenv(key); v != "" {
-			p, err := time.ParseDuration(v)
-			if err != nil || p <= 0 {
-				errs = append(errs, fmt.Errorf("%s=%q: want a positive duration such as 30s", key, v))
+			p, err := positiveDuration(key, v)
+			if err != nil {
+				errs = append(errs, err)
 				return
 			}
 			*d = p
@@ -233,9 +232,18 @@ func TopologyFromEnv(getenv Getenv) (natsx.Topology, error) {
 // invalid (Common.Validate refuses an invalid BUB_SHUTDOWN_GRACE).
 func DurationFromEnv(getenv Getenv, key string, def time.Duration) time.Duration {
 	if v := getenv(key); v != "" {
-		if d, err := time.ParseDuration(v); err == nil && d > 0 {
+		if d, err := positiveDuration(key, v); err == nil {
 			return d
 		}
 	}
 	return def
+}
+
+// positiveDuration parses v, the value of key: a duration above 0.
+func positiveDuration(key, v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s=%q: want a positive duration such as 30s", key, v)
+	}
+	return d, nil
 }

@@ -62,6 +62,9 @@ type Options struct {
 	// in MiB of the messages they were decoded from (see
 	// tape.WithEntryCache); 0 turns it off.
 	TapeCacheMiB int
+	// envErr are the numbers from the environment Bind could not take,
+	// for Load to report.
+	envErr error
 }
 
 // NewRuntime builds a worker's turn runtime on conn.

@@ -2,6 +2,7 @@ package workercmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -25,14 +26,28 @@ import (
 // remote interceptors from BUB_INTERCEPTORS (see [Load]).
 func Bind(fs *pflag.FlagSet, o *Options, env service.Env) {
 	getenv := env.Getenv
+	// envInt is the number in key, def when it is unset; one that is not a
+	// whole number of 0 or more is recorded for Load to report.
+	envInt := func(key string, def int) int {
+		v := getenv(key)
+		if v == "" {
+			return def
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			o.envErr = errors.Join(o.envErr, fmt.Errorf("%s=%q: want a whole number, 0 or more", key, v))
+			return def
+		}
+		return n
+	}
 	o.Plugins = env.Plugins
 	o.SkillConfig = env.Lookup
 	o.Channels = channelset.Builtin(getenv, env.Logger())
 	wd, _ := os.Getwd()
 	fs.StringVar(&o.Workspace, "workspace", cli.EnvOr(getenv, "BUB_WORKSPACE", wd), "workspace directory the tools work in (env BUB_WORKSPACE)")
-	fs.IntVar(&o.Worker.Concurrency, "concurrency", envInt(getenv, "BUB_WORKER_CONCURRENCY", 256), "turns in flight per worker (env BUB_WORKER_CONCURRENCY)")
-	fs.IntVar(&o.TapeCacheMiB, "tape-cache", envInt(getenv, envTapeCache, defaultTapeCacheMiB), "MiB of tape messages kept decoded for the sessions' next turns, 0 = none (env "+envTapeCache+")")
-	fs.IntVar(&o.Agent.MaxSteps, "max-steps", envInt(getenv, "BUB_MAX_STEPS", 0), "maximum agent steps per run, 0 = unlimited (env BUB_MAX_STEPS)")
+	fs.IntVar(&o.Worker.Concurrency, "concurrency", envInt("BUB_WORKER_CONCURRENCY", 256), "turns in flight per worker (env BUB_WORKER_CONCURRENCY)")
+	fs.IntVar(&o.TapeCacheMiB, "tape-cache", envInt(envTapeCache, defaultTapeCacheMiB), "MiB of tape messages kept decoded for the sessions' next turns, 0 = none (env "+envTapeCache+")")
+	fs.IntVar(&o.Agent.MaxSteps, "max-steps", envInt("BUB_MAX_STEPS", 0), "maximum agent steps per run, 0 = unlimited (env BUB_MAX_STEPS)")
 	o.CaptureContent = telemetry.CaptureContent(getenv)
 	fs.StringVar(&o.Admission, "admission", getenv("BUB_ADMISSION"), "admission policy for busy sessions: process, drop, follow_up or steer, optionally per channel (cli:steer,http:follow_up) (env BUB_ADMISSION)")
 	fs.DurationVar(&o.Worker.ShutdownGrace, "shutdown-grace", cli.DurationFromEnv(getenv, "BUB_SHUTDOWN_GRACE", 30*time.Second), "on SIGTERM, how long running turns may finish before they are handed back (env BUB_SHUTDOWN_GRACE)")
@@ -48,27 +63,14 @@ const (
 	defaultTapeCacheMiB = 8
 )
 
-func envInt(getenv cli.Getenv, key string, def int) int {
-	if v := getenv(key); v != "" {
-		if n, err := strconv.Atoi(v); err == nil {
-			return n
-		}
-	}
-	return def
-}
-
-// Load checks the worker's numbers from the environment (a value that is
-// not one is an error, not the default) and the tape cache's size, and
-// reads the model configuration, the remote interceptors
+// Load reports the worker's numbers from the environment that Bind could
+// not take (a value that is not one is an error, not the default) and
+// checks the tape cache's size, and reads the model configuration, the remote interceptors
 // (BUB_INTERCEPTORS, see remote.ConfigsFromEnv) and the MCP servers
 // (BUB_MCP_SERVERS, see mcptools.ServersFromEnv) from the environment.
 func Load(getenv cli.Getenv, o *Options) error {
-	for _, key := range []string{"BUB_WORKER_CONCURRENCY", "BUB_MAX_STEPS", envTapeCache} {
-		if v := getenv(key); v != "" {
-			if n, err := strconv.Atoi(v); err != nil || n < 0 {
-				return fmt.Errorf("%s=%q: want a whole number, 0 or more", key, v)
-			}
-		}
+	if o.envErr != nil {
+		return o.envErr
 	}
 	if o.TapeCacheMiB < 0 {
 		return fmt.Errorf("tape cache of %d MiB (--tape-cache, %s): want 0 (none) or more", o.TapeCacheMiB, envTapeCache)
