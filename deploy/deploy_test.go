@@ -25,6 +25,7 @@ import (
 	"github.com/bubbus/bub/internal/ingresscmd"
 	"github.com/bubbus/bub/internal/natstest"
 	"github.com/bubbus/bub/internal/natsx"
+	"github.com/bubbus/bub/internal/natsx/embedded"
 	"github.com/bubbus/bub/internal/recordercmd"
 	"github.com/bubbus/bub/internal/service"
 	"github.com/bubbus/bub/internal/stack"
@@ -396,7 +397,8 @@ func TestObserverNeverReadsHookRequests(t *testing.T) {
 }
 
 // TestNATSConfigSyncFromEnv: the shipped server config takes its
-// JetStream sync interval from BUB_JS_SYNC (compose passes always).
+// JetStream sync interval from BUB_JS_SYNC (compose passes always), and
+// its max_payload is the embedded server's.
 func TestNATSConfigSyncFromEnv(t *testing.T) {
 	for _, r := range roles {
 		t.Setenv("BUB_NATS_"+strings.ToUpper(r)+"_PASSWORD", "pw")
@@ -413,11 +415,14 @@ func TestNATSConfigSyncFromEnv(t *testing.T) {
 		if opts.SyncAlways != want.always || opts.SyncInterval != want.interval {
 			t.Errorf("BUB_JS_SYNC=%s: sync always %v interval %v", v, opts.SyncAlways, opts.SyncInterval)
 		}
+		if opts.MaxPayload != embedded.MaxPayload {
+			t.Errorf("max_payload %d, want the embedded server's %d", opts.MaxPayload, embedded.MaxPayload)
+		}
 	}
 }
 
 // TestNATSClusterConfig: nats/nats-cluster.conf is nats-server.conf (the
-// same users, JetStream and fsync) with the server name from
+// same users, JetStream, fsync and max_payload) with the server name from
 // BUB_NATS_SERVER_NAME, routes to the three compose servers and lame
 // duck; three servers started from it (routes moved to loopback) form one
 // JetStream cluster that holds an R3 stream, and every role's user logs
@@ -450,9 +455,9 @@ func TestNATSClusterConfig(t *testing.T) {
 		strings.Join(routes, ",") != "nats-1:6222,nats-2:6222,nats-3:6222" {
 		t.Errorf("server %q, cluster %q port %d, routes %v", opts.ServerName, opts.Cluster.Name, opts.Cluster.Port, routes)
 	}
-	if !opts.SyncAlways || opts.StoreDir != single.StoreDir || opts.HTTPPort != single.HTTPPort || len(opts.Users) != len(single.Users) || len(opts.Users) != len(roles) {
-		t.Errorf("not nats-server.conf's JetStream, monitoring and users: sync always %v, store %q, http %d, %d users (want %d)",
-			opts.SyncAlways, opts.StoreDir, opts.HTTPPort, len(opts.Users), len(single.Users))
+	if !opts.SyncAlways || opts.StoreDir != single.StoreDir || opts.HTTPPort != single.HTTPPort || opts.MaxPayload != single.MaxPayload || len(opts.Users) != len(single.Users) || len(opts.Users) != len(roles) {
+		t.Errorf("not nats-server.conf's JetStream, monitoring, max_payload and users: sync always %v, store %q, http %d, max_payload %d, %d users (want %d)",
+			opts.SyncAlways, opts.StoreDir, opts.HTTPPort, opts.MaxPayload, len(opts.Users), len(single.Users))
 	}
 	if opts.LameDuckDuration != 30*time.Second || opts.LameDuckGracePeriod != 2*time.Second {
 		t.Errorf("lame duck %v, grace %v", opts.LameDuckDuration, opts.LameDuckGracePeriod)

@@ -21,6 +21,10 @@ const (
 	// ReasonSendFailed: a channel could not deliver an outbound envelope
 	// (it said so, or every delivery failed).
 	ReasonSendFailed = "send_failed"
+	// ReasonPayloadTooLarge: a turn failed because a message of it (an
+	// event, its reply) is larger than the NATS server's max_payload; the
+	// inbound envelope waits here to be replayed once that is raised.
+	ReasonPayloadTooLarge = "payload_too_large"
 )
 
 // Writer dead-letters messages.

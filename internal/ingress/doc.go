@@ -53,7 +53,9 @@
 // with [ErrUnavailable]. The HTTP server gives the publish the
 // request's ?wait (the replies get what it leaves) and turns
 // ErrUnavailable into 503 jetstream_unavailable with Retry-After
-// ([RetryAfterSeconds]); any other publish error is 503 publish_failed.
+// ([RetryAfterSeconds]); an envelope larger than the server's
+// max_payload is 413 payload_too_large; any other publish error is 503
+// publish_failed.
 // A 503 is never an acceptance, but the envelope may have been stored
 // (an acknowledgement lost): a client posts the same id again.
 package ingress

@@ -112,7 +112,8 @@ type Receipt struct {
 
 // Publish sends env to the inbound stream with Nats-Msg-Id = env.ID. The
 // envelope must already be valid; a retry with the same id is accepted
-// once.
+// once. An envelope larger than the NATS server takes fails with an error
+// that wraps nats.ErrMaxPayload and names both sizes.
 func (p *Publisher) Publish(ctx context.Context, env *envelope.Envelope) (Receipt, error) {
 	if err := env.Validate(); err != nil {
 		return Receipt{}, err
@@ -149,8 +150,11 @@ func (p *Publisher) Publish(ctx context.Context, env *envelope.Envelope) (Receip
 	})
 	if err != nil {
 		telemetry.Fail(span, err)
-		if jsretry.Transient(err) {
+		switch {
+		case jsretry.Transient(err):
 			err = fmt.Errorf("%w: %w", ErrUnavailable, err)
+		case errors.Is(err, nats.ErrMaxPayload):
+			err = fmt.Errorf("its CloudEvent is %d bytes and headers, the NATS server takes at most %d (max_payload): %w", len(msg.Data), p.js.Conn().MaxPayload(), err)
 		}
 		return Receipt{}, fmt.Errorf("publishing inbound envelope: %w", err)
 	}

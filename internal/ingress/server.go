@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/bubbus/bub/internal/approvals"
 	"github.com/bubbus/bub/internal/telemetry"
 	"github.com/bubbus/bub/pkg/envelope"
@@ -242,12 +244,15 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		s.log.Error("ingress.publish_failed", "id", env.ID, "err", err)
 		// The id, which the server may have made, is what a retry posts
 		// again: the message may have been stored after all.
-		code := "publish_failed"
-		if errors.Is(err, ErrUnavailable) {
+		status, code := http.StatusServiceUnavailable, "publish_failed"
+		switch {
+		case errors.Is(err, ErrUnavailable):
 			w.Header().Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
 			code = "jetstream_unavailable"
+		case errors.Is(err, nats.ErrMaxPayload):
+			status, code = http.StatusRequestEntityTooLarge, "payload_too_large"
 		}
-		writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: err.Error(), Code: code, ID: env.ID})
+		writeJSON(w, status, errorBody{Error: err.Error(), Code: code, ID: env.ID})
 		return
 	}
 	if rc.Duplicate {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -34,7 +35,13 @@ type fixture struct {
 
 func setup(t *testing.T, cfg ingress.Config) *fixture {
 	t.Helper()
-	s := natstest.Start(t)
+	return setupWith(t, cfg, &server.Options{})
+}
+
+// setupWith is setup on a server started with opts.
+func setupWith(t *testing.T, cfg ingress.Config, opts *server.Options) *fixture {
+	t.Helper()
+	s := natstest.StartWithOptions(t, opts)
 	nc, js := s.JetStream(t)
 	names := subjects.Default()
 	if err := natsx.EnsureTopology(context.Background(), js, names, natsx.Topology{}); err != nil {
@@ -96,6 +103,24 @@ func call(t *testing.T, method, url string, header http.Header, body io.Reader) 
 }
 
 func jsonHeader() http.Header { return http.Header{"Content-Type": {"application/json"}} }
+
+// TestEnvelopeLargerThanMaxPayload: a body within the ingress's limit
+// whose envelope the NATS server does not take (its max_payload, 4 KiB
+// here) is answered 413 payload_too_large naming max_payload, and nothing
+// is stored.
+func TestEnvelopeLargerThanMaxPayload(t *testing.T) {
+	f := setupWith(t, ingress.Config{}, &server.Options{MaxPayload: 4 << 10})
+	status, body := post(t, f.srv.URL+"/v1/messages", jsonHeader(), `{"content":"`+strings.Repeat("a", 8<<10)+`"}`)
+	if status != http.StatusRequestEntityTooLarge || body["code"] != "payload_too_large" {
+		t.Fatalf("status %d, body %v, want 413 payload_too_large", status, body)
+	}
+	if msg, _ := body["error"].(string); !strings.Contains(msg, "max_payload") || !strings.Contains(msg, "4096") {
+		t.Errorf("error %q, want the server's max_payload (4096) named", msg)
+	}
+	if n := f.inboundCount(t); n != 0 {
+		t.Errorf("%d inbound messages stored, want 0", n)
+	}
+}
 
 func TestBadInputIsRejectedAndNothingPublished(t *testing.T) {
 	f := setup(t, ingress.Config{MaxBodyBytes: 256})

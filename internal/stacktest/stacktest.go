@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+
 	"github.com/bubbus/bub/internal/cli"
 	"github.com/bubbus/bub/internal/fakellm"
 	"github.com/bubbus/bub/internal/ingress"
@@ -52,6 +54,9 @@ type Options struct {
 	// JetStream of its own), using the hub's through BUB_JS_DOMAIN
 	// ([natstest.StartHubAndLeaf]).
 	Domain string
+	// MaxPayload, when set, is the largest message the (single) server
+	// takes (nats-server's max_payload; its default is 1 MiB).
+	MaxPayload int32
 	// Log receives the services' logs (nil = discarded).
 	Log *slog.Logger
 }
@@ -94,7 +99,7 @@ func Start(t testing.TB, o Options) *Cluster {
 		hub, srv = natstest.StartHubAndLeaf(t, o.Domain)
 		url = srv.URL
 	} else {
-		srv = natstest.Start(t)
+		srv = natstest.StartWithOptions(t, &server.Options{MaxPayload: o.MaxPayload})
 		url = srv.URL
 	}
 	fake, base := fakellm.Start(t, o.Script)

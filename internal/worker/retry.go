@@ -21,6 +21,20 @@ import (
 // known and dropped when the turn is retried, so the user sees exactly one
 // answer.
 
+// retryUnlessTooLarge marks err, a failed publish of the turn, for a
+// retry (ErrRetry), unless it failed because a message is larger than the
+// NATS server takes (nats.ErrMaxPayload): that fails the same way on
+// every delivery, so the turn fails at once, answered with its error
+// reply, and its inbound envelope is dead-lettered as
+// dlq.ReasonPayloadTooLarge, to be replayed once the server's max_payload
+// is raised.
+func retryUnlessTooLarge(err error) error {
+	if errors.Is(err, nats.ErrMaxPayload) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrRetry, err)
+}
+
 // holdFailureReply keeps env when it is the turn-failure reply of the turn
 // ctx runs in and reports whether it did.
 func holdFailureReply(ctx context.Context, env *envelope.Envelope) bool {

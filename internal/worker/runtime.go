@@ -385,7 +385,7 @@ func (rt *Runtime) Send(ctx context.Context, env *envelope.Envelope) error {
 func (rt *Runtime) sendNow(ctx context.Context, env *envelope.Envelope) error {
 	if t := turnFrom(ctx); t != nil {
 		if err := t.flush(ctx); err != nil {
-			return fmt.Errorf("%w: flushing events before the reply: %w", ErrRetry, err)
+			return retryUnlessTooLarge(fmt.Errorf("flushing events before the reply: %w", err))
 		}
 	}
 	target := env.OutputChannel
@@ -409,7 +409,7 @@ func (rt *Runtime) sendNow(ctx context.Context, env *envelope.Envelope) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("%w: publishing outbound %s: %w", ErrRetry, env.ID, err)
+		return retryUnlessTooLarge(fmt.Errorf("publishing outbound %s: %w", env.ID, err))
 	}
 	replies.Record(ctx, replies.Ref{Stream: ack.Stream, Seq: ack.Sequence})
 	return nil

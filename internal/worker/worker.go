@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/bubbus/bub/internal/dlq"
@@ -229,6 +230,11 @@ func (w *Worker) handle(ctx context.Context, cfg Config, msg jetstream.Msg, stop
 		delay := handBackDelay(in.Delivery)
 		log.Warn("worker.turn_handed_back", "err", err, "redelivery_in", delay)
 		_ = msg.NakWithDelay(delay)
+	case errors.Is(err, nats.ErrMaxPayload):
+		log.Warn("worker.turn_failed", "err", err)
+		if derr := w.dlq.Reject(ctx, msg, dlq.ReasonPayloadTooLarge, err); derr != nil {
+			log.Error("worker.dlq_failed", "err", derr)
+		}
 	default:
 		log.Warn("worker.turn_failed", "err", err)
 		if aerr := doubleAck(ctx, msg); aerr != nil {

@@ -28,6 +28,15 @@ const (
 	DefaultAckTimeout = 30 * time.Second
 )
 
+// EntryReserve is the part of the NATS server's max_payload an event
+// leaves free: the tape entries the recorder makes of an event carry its
+// content in an envelope of their own (a few hundred bytes more at most),
+// and they must fit too. An event larger than max_payload less
+// EntryReserve is not published: its publish fails with an error that
+// wraps nats.ErrMaxPayload and names both sizes, and it takes no
+// sequence number of its run.
+const EntryReserve = 4 << 10
+
 // maxKeptErrors bounds the publish errors a tracker keeps between flushes;
 // further ones are only counted.
 const maxKeptErrors = 32
@@ -301,6 +310,10 @@ func (a *Attachment) send(ctx context.Context, ev Event, typ string, data any) e
 // a window slot, b.mu for reading and a.mu.
 func (a *Attachment) enqueue(msg *nats.Msg, typ, id string) error {
 	b := a.bridge
+	if limit := b.js.Conn().MaxPayload(); limit > 0 && int64(len(msg.Data))+EntryReserve > limit {
+		return fmt.Errorf("events: the %s event %s is %d bytes; an event may take the NATS server's max_payload (%d bytes) less %d for its tape entries: %w",
+			typ, id, len(msg.Data), limit, EntryReserve, nats.ErrMaxPayload)
+	}
 	f, err := b.js.PublishMsgAsync(msg, b.pubOpts...)
 	if err != nil {
 		return fmt.Errorf("events: publishing %s %s: %w", typ, id, err)

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	ce "github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -170,6 +172,54 @@ func TestBridgeFlushReportsPublishFailure(t *testing.T) {
 	}
 	if err := br.Flush(ctx); !errors.Is(err, jetstream.ErrNoStreamResponse) {
 		t.Fatalf("Bridge.Flush = %v, want the same failures", err)
+	}
+}
+
+// TestBridgeRefusesEventsTooLargeForTheServer: on a server that takes
+// messages of at most 64 KiB, an event that would leave less than
+// EntryReserve of it (a 62 KiB prompt) is not published: Flush reports
+// it once, wrapping nats.ErrMaxPayload and naming the type and both
+// sizes, and it takes no sequence number, so the run's events on the
+// stream stay numbered 1, 2 without a gap.
+func TestBridgeRefusesEventsTooLargeForTheServer(t *testing.T) {
+	s := natstest.StartWithOptions(t, &server.Options{MaxPayload: 64 << 10})
+	_, js := s.JetStream(t)
+	names := subjects.Default()
+	stream := createEventsStream(t, js, names)
+	br := newBridge(t, js, names)
+	var bus events.Bus
+	att := br.Attach(&bus)
+	ctx := withDeadline(t)
+	for i, prompt := range []string{"small", strings.Repeat("p", 62<<10), "small again"} {
+		if _, err := events.Emit(ctx, &bus, &events.StepStarted{Meta: events.Meta{RunID: "r", SessionID: "s"}, Step: i + 1, Prompt: llm.Text(prompt)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := att.Flush(ctx)
+	if !errors.Is(err, nats.ErrMaxPayload) {
+		t.Fatalf("Flush = %v, want nats.ErrMaxPayload", err)
+	}
+	for _, want := range []string{events.TypeStepStarted, "max_payload (65536 bytes)", fmt.Sprintf("less %d", events.EntryReserve)} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Flush = %q, want it to name %q", err, want)
+		}
+	}
+	if err := att.Flush(ctx); err != nil {
+		t.Fatalf("second Flush = %v, want nil: errors are reported once", err)
+	}
+	var seqs []int64
+	for seq := uint64(1); ; seq++ {
+		raw, err := stream.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs = append(seqs, events.Seq(mustDecode(t, &nats.Msg{Header: raw.Header, Data: raw.Data})))
+	}
+	if fmt.Sprint(seqs) != "[1 2]" {
+		t.Errorf("the run's events on the stream are numbered %v, want [1 2]", seqs)
 	}
 }
 

@@ -28,6 +28,14 @@ type Config struct {
 	SyncInterval time.Duration
 }
 
+// MaxPayload is the largest message the embedded server takes unless its
+// configuration file sets max_payload: 8 MiB, the most the NATS
+// documentation recommends, instead of nats-server's 1 MiB, which one
+// step's chat.finished event (the user's message, the tool results and
+// the reply) outgrows with a file or a page in a tool result. The shipped
+// server configurations (deploy/nats) set the same.
+const MaxPayload = 8 << 20
+
 // Server is a running in-process nats-server with JetStream.
 type Server struct {
 	srv *server.Server
@@ -51,6 +59,9 @@ func Start(cfg Config) (*Server, error) {
 	opts.StoreDir = cfg.StoreDir
 	opts.NoSigs = true
 	opts.NoLog = true
+	if opts.MaxPayload == 0 {
+		opts.MaxPayload = MaxPayload
+	}
 	if cfg.SyncInterval > 0 {
 		opts.SyncInterval = cfg.SyncInterval
 	}

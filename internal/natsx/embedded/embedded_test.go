@@ -1,6 +1,8 @@
 package embedded
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -49,6 +51,41 @@ func TestEmbeddedSync(t *testing.T) {
 		if js.SyncAlways != c.always || js.SyncInterval != c.wantInterval {
 			t.Errorf("%+v: sync always %v interval %v", c.cfg, js.SyncAlways, js.SyncInterval)
 		}
+		e.Shutdown()
+	}
+}
+
+// TestEmbeddedMaxPayload: clients of the embedded server may publish up
+// to MaxPayload (8 MiB, not nats-server's 1 MiB), unless the server's
+// configuration file sets max_payload.
+func TestEmbeddedMaxPayload(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "nats.conf")
+	if err := os.WriteFile(conf, []byte("max_payload: 2MB\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		cfg  Config
+		want int64
+	}{
+		{Config{}, MaxPayload},
+		{Config{ConfigFile: conf}, 2 << 20},
+	} {
+		c.cfg.StoreDir = t.TempDir()
+		e, err := Start(c.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nc, err := e.Connect("test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := nc.MaxPayload(); got != c.want {
+			t.Errorf("config file %q: max payload %d, want %d", c.cfg.ConfigFile, got, c.want)
+		}
+		if err := nc.Publish("big", make([]byte, c.want-1024)); err != nil {
+			t.Errorf("config file %q: publishing just under the limit: %v", c.cfg.ConfigFile, err)
+		}
+		nc.Close()
 		e.Shutdown()
 	}
 }
