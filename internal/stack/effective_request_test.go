@@ -75,13 +75,7 @@ func TestRewrittenSystemPromptIsRecorded(t *testing.T) {
 		t.Fatalf("the provider got %+v, want the rewritten system prompt first", reqs)
 	}
 
-	var system []string
-	for _, e := range c.Tape(t, session) {
-		if e.Kind == tape.KindSystem {
-			s, _ := e.Payload["content"].(string)
-			system = append(system, s)
-		}
-	}
+	system := tapeContents(t, c, session, tape.KindSystem)
 	if len(system) != 1 || system[0] != pirate {
 		t.Errorf("tape system entries %q, want [%q]", system, pirate)
 	}
@@ -96,4 +90,18 @@ func TestRewrittenSystemPromptIsRecorded(t *testing.T) {
 	if !ok || len(dec.Detail) != 1 || sp["after_len"] != float64(len(pirate)) || sp["before_len"] == sp["after_len"] {
 		t.Errorf("decision detail %v, want only the system prompt's change with after_len %d", dec.Detail, len(pirate))
 	}
+}
+
+// tapeContents returns the content of every entry of kind on session's
+// tape, oldest first.
+func tapeContents(t *testing.T, c *stacktest.Cluster, session, kind string) []string {
+	t.Helper()
+	var out []string
+	for _, e := range c.Tape(t, session) {
+		if e.Kind == kind {
+			content, _ := e.Payload["content"].(string)
+			out = append(out, content)
+		}
+	}
+	return out
 }

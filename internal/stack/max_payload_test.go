@@ -82,13 +82,7 @@ func TestTurnLargerThanMaxPayload(t *testing.T) {
 	if n := stale.Load(); n != 0 {
 		t.Errorf("%d tape.stale events, want 0", n)
 	}
-	var texts []string
-	for _, e := range c.Tape(t, session) {
-		if e.Kind == tape.KindMessage {
-			content, _ := e.Payload["content"].(string)
-			texts = append(texts, content)
-		}
-	}
+	texts := tapeContents(t, c, session, tape.KindMessage)
 	if len(texts) < 2 || !strings.HasSuffix(texts[len(texts)-2], "\nhello") || texts[len(texts)-1] != "small reply" {
 		t.Errorf("the tape's messages end with %q, want the next turn's hello and small reply", texts)
 	}
