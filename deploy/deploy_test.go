@@ -25,7 +25,6 @@ import (
 	"github.com/bubbus/bub/internal/ingresscmd"
 	"github.com/bubbus/bub/internal/natstest"
 	"github.com/bubbus/bub/internal/natsx"
-	"github.com/bubbus/bub/internal/natsx/embedded"
 	"github.com/bubbus/bub/internal/recordercmd"
 	"github.com/bubbus/bub/internal/service"
 	"github.com/bubbus/bub/internal/stack"
@@ -415,8 +414,8 @@ func TestNATSConfigSyncFromEnv(t *testing.T) {
 		if opts.SyncAlways != want.always || opts.SyncInterval != want.interval {
 			t.Errorf("BUB_JS_SYNC=%s: sync always %v interval %v", v, opts.SyncAlways, opts.SyncInterval)
 		}
-		if opts.MaxPayload != embedded.MaxPayload {
-			t.Errorf("max_payload %d, want the embedded server's %d", opts.MaxPayload, embedded.MaxPayload)
+		if opts.MaxPayload != natsx.MaxPayload {
+			t.Errorf("max_payload %d, want the embedded server's %d", opts.MaxPayload, natsx.MaxPayload)
 		}
 	}
 }

@@ -17,7 +17,6 @@ import (
 
 	"github.com/bubbus/bub/internal/freeport"
 	"github.com/bubbus/bub/internal/natsx"
-	"github.com/bubbus/bub/internal/natsx/embedded"
 	"github.com/bubbus/bub/pkg/jsretry"
 )
 
@@ -52,7 +51,7 @@ func serveNATSNode(ctx context.Context, p nodeParams, ready func(url string)) er
 	opts := &server.Options{
 		ServerName: p.Name, Host: "127.0.0.1", Port: p.Port,
 		JetStream: true, StoreDir: p.Dir, NoSigs: true, NoLog: true,
-		MaxPayload:   embedded.MaxPayload,
+		MaxPayload:   natsx.MaxPayload,
 		SyncInterval: interval, SyncAlways: always,
 		Cluster: server.ClusterOpts{Name: "bench", Host: "127.0.0.1", Port: p.ClusterPort},
 		Routes:  server.RoutesFromStr(strings.Join(p.Routes, ",")),

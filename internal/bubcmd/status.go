@@ -45,8 +45,8 @@ request statistics, the recorder's lag and the dead letters by reason.`,
 
 // printStatus renders st as aligned tables.
 func printStatus(w io.Writer, st *status.Status) {
-	fmt.Fprintf(w, "NATS %s (server %s, JetStream: %d streams, %d consumers, %s stored)\n",
-		st.Server.URL, st.Server.Version, st.Server.Streams, st.Server.Consumers, bytesText(st.Server.Storage))
+	fmt.Fprintf(w, "NATS %s (server %s, max_payload %s, JetStream: %d streams, %d consumers, %s stored)\n",
+		st.Server.URL, st.Server.Version, bytesText(uint64(st.Server.MaxPayload)), st.Server.Streams, st.Server.Consumers, bytesText(st.Server.Storage))
 
 	fmt.Fprintln(w, "\nSTREAMS")
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)

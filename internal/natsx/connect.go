@@ -92,6 +92,14 @@ const (
 
 // lameDuckJitter bounds the random wait before a connection to a server
 // in lame-duck mode moves to another one.
+// MaxPayload is the max_payload of the servers Bub ships (the embedded
+// one unless its configuration file sets max_payload, and deploy/nats):
+// 8 MiB, the most the NATS documentation recommends, instead of
+// nats-server's 1 MiB, which one step's chat.finished event (the user's
+// message, the tool results and the reply) outgrows with a file or a page
+// in a tool result. `bub status` warns about a server that takes less.
+const MaxPayload = 8 << 20
+
 const lameDuckJitter = time.Second
 
 // ReconnectDelay is the wait before reconnect round attempts (1, 2, …):

@@ -54,8 +54,8 @@ type Options struct {
 	// JetStream of its own), using the hub's through BUB_JS_DOMAIN
 	// ([natstest.StartHubAndLeaf]).
 	Domain string
-	// MaxPayload, when set, is the largest message the (single) server
-	// takes (nats-server's max_payload; its default is 1 MiB).
+	// MaxPayload is the largest message the (single) server takes, its
+	// max_payload (default natsx.MaxPayload, as Bub's servers).
 	MaxPayload int32
 	// Log receives the services' logs (nil = discarded).
 	Log *slog.Logger
@@ -99,6 +99,9 @@ func Start(t testing.TB, o Options) *Cluster {
 		hub, srv = natstest.StartHubAndLeaf(t, o.Domain)
 		url = srv.URL
 	} else {
+		if o.MaxPayload == 0 {
+			o.MaxPayload = natsx.MaxPayload
+		}
 		srv = natstest.StartWithOptions(t, &server.Options{MaxPayload: o.MaxPayload})
 		url = srv.URL
 	}

@@ -46,6 +46,8 @@ type Server struct {
 	Streams   int    `json:"jetstream_streams"`
 	Consumers int    `json:"jetstream_consumers"`
 	Storage   uint64 `json:"jetstream_storage_bytes"`
+	// MaxPayload is the largest message the server takes (max_payload).
+	MaxPayload int64 `json:"max_payload"`
 }
 
 // Stream is one Bub stream, or the stream of one of its KV buckets
@@ -155,8 +157,11 @@ type DeadLetters struct {
 // Collect gathers the status; a part that cannot be read is
 // reported in Errors and the rest still shown.
 func Collect(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, n subjects.Names) *Status {
-	st := &Status{Server: Server{URL: nc.ConnectedUrlRedacted(), Version: nc.ConnectedServerVersion()}}
+	st := &Status{Server: Server{URL: nc.ConnectedUrlRedacted(), Version: nc.ConnectedServerVersion(), MaxPayload: nc.MaxPayload()}}
 	fail := func(what string, err error) { st.Errors = append(st.Errors, fmt.Sprintf("%s: %v", what, err)) }
+	if st.Server.MaxPayload < natsx.MaxPayload {
+		fail("max_payload", fmt.Errorf("the server takes messages of at most %d bytes, Bub's configs %d: a turn with a larger event fails (README, Message size)", st.Server.MaxPayload, natsx.MaxPayload))
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 

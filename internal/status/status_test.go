@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/bubbus/bub/internal/cli"
 	"github.com/bubbus/bub/internal/natstest"
+	"github.com/bubbus/bub/internal/natsx"
 	"github.com/bubbus/bub/internal/service"
 	"github.com/bubbus/bub/internal/stack"
 	"github.com/bubbus/bub/internal/stacktest"
@@ -55,6 +57,9 @@ func TestStatus(t *testing.T) {
 	st := status.Collect(t.Context(), conn.NC, conn.JS, conn.Names)
 	if len(st.Errors) > 0 {
 		t.Fatalf("errors: %v", st.Errors)
+	}
+	if st.Server.MaxPayload != natsx.MaxPayload {
+		t.Errorf("max_payload %d, want %d", st.Server.MaxPayload, natsx.MaxPayload)
 	}
 	streams := map[string]status.Stream{}
 	for _, s := range st.Streams {
@@ -122,5 +127,21 @@ func TestAskHooksWithoutWorkers(t *testing.T) {
 	}
 	if ctx.Err() != nil {
 		t.Fatal("AskHooks waited for its deadline")
+	}
+}
+
+// TestStatusWarnsAboutASmallMaxPayload: on a server left at nats-server's
+// default max_payload (1 MiB), Collect reports it with a warning that
+// names both sizes.
+func TestStatusWarnsAboutASmallMaxPayload(t *testing.T) {
+	s := natstest.Start(t)
+	nc, js := s.JetStream(t)
+	st := status.Collect(t.Context(), nc, js, subjects.Default())
+	if st.Server.MaxPayload != 1<<20 {
+		t.Errorf("max_payload %d, want nats-server's default %d", st.Server.MaxPayload, 1<<20)
+	}
+	want := fmt.Sprintf("max_payload: the server takes messages of at most %d bytes, Bub's configs %d", 1<<20, natsx.MaxPayload)
+	if !slices.ContainsFunc(st.Errors, func(e string) bool { return strings.HasPrefix(e, want) }) {
+		t.Errorf("errors %q, want one starting %q", st.Errors, want)
 	}
 }

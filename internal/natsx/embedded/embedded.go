@@ -9,6 +9,8 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+
+	"github.com/bubbus/bub/internal/natsx"
 )
 
 // Config configures the embedded nats-server of `bub` when no NATS URL is
@@ -27,14 +29,6 @@ type Config struct {
 	SyncAlways   bool
 	SyncInterval time.Duration
 }
-
-// MaxPayload is the largest message the embedded server takes unless its
-// configuration file sets max_payload: 8 MiB, the most the NATS
-// documentation recommends, instead of nats-server's 1 MiB, which one
-// step's chat.finished event (the user's message, the tool results and
-// the reply) outgrows with a file or a page in a tool result. The shipped
-// server configurations (deploy/nats) set the same.
-const MaxPayload = 8 << 20
 
 // Server is a running in-process nats-server with JetStream.
 type Server struct {
@@ -60,7 +54,7 @@ func Start(cfg Config) (*Server, error) {
 	opts.NoSigs = true
 	opts.NoLog = true
 	if opts.MaxPayload == 0 {
-		opts.MaxPayload = MaxPayload
+		opts.MaxPayload = natsx.MaxPayload
 	}
 	if cfg.SyncInterval > 0 {
 		opts.SyncInterval = cfg.SyncInterval

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/bubbus/bub/internal/natsx"
 )
 
 // TestInProcessAndListener: without Listen the server takes in-process
@@ -56,7 +58,7 @@ func TestEmbeddedSync(t *testing.T) {
 }
 
 // TestEmbeddedMaxPayload: clients of the embedded server may publish up
-// to MaxPayload (8 MiB, not nats-server's 1 MiB), unless the server's
+// to natsx.MaxPayload (8 MiB, not nats-server's 1 MiB), unless the server's
 // configuration file sets max_payload.
 func TestEmbeddedMaxPayload(t *testing.T) {
 	conf := filepath.Join(t.TempDir(), "nats.conf")
@@ -67,7 +69,7 @@ func TestEmbeddedMaxPayload(t *testing.T) {
 		cfg  Config
 		want int64
 	}{
-		{Config{}, MaxPayload},
+		{Config{}, natsx.MaxPayload},
 		{Config{ConfigFile: conf}, 2 << 20},
 	} {
 		c.cfg.StoreDir = t.TempDir()
