@@ -26,7 +26,7 @@ const (
 	// OutcomeRemoteError: the interceptor answered with an error.
 	OutcomeRemoteError Outcome = "remote_error"
 	// OutcomeTransport: the request could not be sent (connection closed,
-	// unencodable input).
+	// unencodable input, larger than the server's max_payload).
 	OutcomeTransport Outcome = "transport"
 	// OutcomeCancelled: the caller's context ended first. It is not a
 	// failure of the interceptor; no failure policy applies.

@@ -141,6 +141,8 @@ type failure struct {
 	setup   func(t *testing.T, e *env, service string)
 	counter func(remote.Stats) uint64
 	denial  string // part of the fail-closed denial message
+	// arguments replace toolCall's, when set.
+	arguments map[string]any
 }
 
 func failures() []failure {
@@ -188,6 +190,15 @@ func failures() []failure {
 			counter: func(s remote.Stats) uint64 { return s.RemoteError },
 			denial:  "failed: policy database unreachable",
 		},
+		{
+			// A request the server would not take (its max_payload is
+			// nats-server's default, 1 MiB) is never sent.
+			name:      "too_large",
+			setup:     func(t *testing.T, e *env, service string) { e.serve(t, service, failingTool{}) },
+			counter:   func(s remote.Stats) uint64 { return s.Transport },
+			denial:    "could not be called: its request of ",
+			arguments: map[string]any{"cmd": strings.Repeat("x", 1<<20)},
+		},
 	}
 }
 
@@ -205,8 +216,12 @@ func TestFailureModes(t *testing.T) {
 					Service: "guard", Timeout: callTimeout, Failure: policy,
 					Hooks: []hooks.Hook{hooks.HookBeforeToolCall},
 				})
+				in := toolCall()
+				if f.arguments != nil {
+					in.Call.Arguments = f.arguments
+				}
 				begin := time.Now()
-				call, dec, err := reg.BeforeToolCall(t.Context(), toolCall())
+				call, dec, err := reg.BeforeToolCall(t.Context(), in)
 				if took := time.Since(begin); took > bound {
 					t.Errorf("call took %v, want at most %v", took, bound)
 				}

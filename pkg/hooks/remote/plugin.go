@@ -316,6 +316,8 @@ func roundTrip[In, Out any](ctx context.Context, p *Plugin, c call, in In, conv 
 		return zero, p.failed(c.hook, OutcomeCancelled, parent.Err())
 	case errors.Is(err, context.DeadlineExceeded):
 		return zero, p.failed(c.hook, OutcomeTimeout, fmt.Errorf("no reply within %s: %w", p.cfg.Timeout, err))
+	case errors.Is(err, nats.ErrMaxPayload):
+		return zero, p.failed(c.hook, OutcomeTransport, fmt.Errorf("its request of %d bytes is larger than the NATS server takes (max_payload %d): %w", len(msg.Data), p.nc.MaxPayload(), err))
 	default:
 		return zero, p.failed(c.hook, OutcomeTransport, err)
 	}
@@ -405,6 +407,11 @@ func (p *Plugin) failure(err error) string {
 		return "sent a malformed reply"
 	case OutcomeRemoteError:
 		return strings.TrimSpace("failed: " + bub.AsError(errors.Unwrap(err)).Message)
+	case OutcomeTransport:
+		if errors.Is(err, nats.ErrMaxPayload) {
+			return "could not be called: " + errors.Unwrap(err).Error()
+		}
+		return "could not be reached"
 	default:
 		return "could not be reached"
 	}
