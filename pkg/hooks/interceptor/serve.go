@@ -331,6 +331,13 @@ func (s *Service) reply(req micro.Request, h hooks.Hook, rep *remote.Reply) {
 			return
 		}
 	}
+	if limit := s.nc.MaxPayload(); limit > 0 && int64(len(data)) > limit {
+		// Answered with the reason at once, not left to the caller's
+		// timeout (NATS micro's Respond would fail, its error not
+		// wrapping nats.ErrMaxPayload).
+		s.fail(req, h, bub.Errorf(bub.KindConfig, "the %s reply is %d bytes, more than the NATS server takes (max_payload %d)", h, len(data), limit))
+		return
+	}
 	if err := req.Respond(data); err != nil {
 		s.log.Warn("interceptor.reply_failed", "hook", h, "err", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -152,6 +153,38 @@ func TestErrorReplies(t *testing.T) {
 				t.Errorf("body %s, want an error of kind %s", resp.Data, c.kind)
 			}
 		})
+	}
+}
+
+// verbose denies every tool call with a 2 MiB message.
+type verbose struct{}
+
+func (verbose) Name() string { return "verbose" }
+
+func (verbose) BeforeToolCall(context.Context, hooks.BeforeToolCallInput) (*tools.Decision, error) {
+	return &tools.Decision{Action: tools.ActionDeny, Message: strings.Repeat("x", 2<<20)}, nil
+}
+
+// TestReplyLargerThanMaxPayload: a reply the NATS server does not take
+// (over its default max_payload, 1 MiB) is answered at once with a config
+// error that names both sizes, not left to the caller's timeout.
+func TestReplyLargerThanMaxPayload(t *testing.T) {
+	s := natstest.Start(t)
+	names := subjects.Default()
+	serve(t, s.Conn(t), names, verbose{})
+	begin := time.Now()
+	resp, err := s.Conn(t).Request(names.Hook("verbose", string(hooks.HookBeforeToolCall)), []byte(`{"hook": "before_tool_call", "input": {"call": {"tool": "bash"}}}`), natsTimeout)
+	if err != nil {
+		t.Fatalf("request: %v (after %v)", err, time.Since(begin))
+	}
+	var body struct {
+		Error struct{ Kind, Message string }
+	}
+	if err := json.Unmarshal(resp.Data, &body); err != nil || body.Error.Kind != "config" || !strings.Contains(body.Error.Message, "max_payload 1048576") {
+		t.Errorf("reply %.300s, want a config error naming max_payload 1048576", resp.Data)
+	}
+	if got := resp.Header.Get(micro.ErrorCodeHeader); got == "" {
+		t.Errorf("error headers %v, want a NATS micro error", resp.Header)
 	}
 }
 
