@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -114,18 +115,34 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
+// maxChatLine bounds an input line of `bub chat`: what the NATS servers
+// Bub ships take in one message. A longer line is reported and skipped.
+const maxChatLine = natsx.MaxPayload
+
 // chatLoop sends every non-empty input line until end of input or a quit
 // command. A line typed while a turn runs goes to during (the answer to
-// an approval the turn waits for).
+// an approval the turn waits for). A line longer than maxChatLine is not
+// sent: out says so and the loop goes on.
 func chatLoop(ctx context.Context, in io.Reader, out io.Writer, during func(context.Context, string), send func(context.Context, string) error) error {
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	r := bufio.NewReaderSize(in, 64<<10)
 	lines := make(chan string)
+	var readErr error // set before lines is closed
 	go func() {
 		defer close(lines)
-		for sc.Scan() {
+		for {
+			line, size, err := readLine(r, maxChatLine)
+			if errors.Is(err, errLineTooLong) {
+				fmt.Fprintf(out, "error: the line is %d bytes, more than the %d a message may take; not sent\n", size, maxChatLine)
+				continue
+			}
+			if err != nil {
+				if !errors.Is(err, io.EOF) {
+					readErr = err
+				}
+				return
+			}
 			select {
-			case lines <- strings.TrimSpace(sc.Text()):
+			case lines <- strings.TrimSpace(line):
 			case <-ctx.Done():
 				return
 			}
@@ -149,7 +166,43 @@ func chatLoop(ctx context.Context, in io.Reader, out io.Writer, during func(cont
 		}
 		fmt.Fprint(out, "bub> ")
 	}
-	return sc.Err()
+	return readErr
+}
+
+// errLineTooLong: readLine met a line longer than its limit.
+var errLineTooLong = errors.New("line too long")
+
+// readLine returns the next line of r without its line end, and its size
+// in bytes. A line longer than limit is read to its end without being
+// kept and fails with errLineTooLong; at the end of input it fails with
+// io.EOF.
+func readLine(r *bufio.Reader, limit int) (string, int, error) {
+	var b []byte
+	size := 0
+	for {
+		chunk, err := r.ReadSlice('\n')
+		size += len(chunk)
+		if size <= limit+1 { // the line and its '\n'
+			b = append(b, chunk...)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return "", 0, err
+		}
+		if size == 0 {
+			return "", 0, io.EOF
+		}
+		n := size
+		if len(chunk) > 0 && chunk[len(chunk)-1] == '\n' {
+			n--
+		}
+		if n > limit {
+			return "", n, errLineTooLong
+		}
+		return strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r"), n, nil
+	}
 }
 
 // awaitTurn waits for a turn's send to return, giving the lines typed
