@@ -2,6 +2,7 @@ package openai
 
 import (
 	"context"
+	"io"
 	"net/http"
 
 	oai "github.com/openai/openai-go/v3"
@@ -115,7 +116,27 @@ func (p *Provider) stream(ctx context.Context, body []byte, into **http.Response
 	// worker grows from 84 to 107 MB).
 	client := oai.Client{Options: p.opts}
 	err := client.Post(ctx, "chat/completions", body, into)
+	if r := *into; err == nil && r != nil && r.Body != nil {
+		r.Body = drainOnClose{r.Body}
+	}
 	return ssestream.NewStream[oai.ChatCompletionChunk](ssestream.NewDecoder(*into), err)
+}
+
+// drainOnClose reads what is left of a body, up to maxDrain bytes, before
+// closing it. The stream stops at "data: [DONE]" and closes the body,
+// and net/http keeps an HTTP/1.1 connection for the next call only when
+// its body was read to the end: when the chunked body's terminator came
+// in a later read than [DONE], the connection was dropped and the next
+// call dialed a new one (a TLS handshake against a real provider).
+type drainOnClose struct{ io.ReadCloser }
+
+// maxDrain bounds what Close reads: after [DONE] only the chunked
+// encoding's terminator is left.
+const maxDrain = 4 << 10
+
+func (d drainOnClose) Close() error {
+	_, _ = io.CopyN(io.Discard, d.ReadCloser, maxDrain)
+	return d.ReadCloser.Close()
 }
 
 // Complete streams one chat completion. The request body is, by rising
