@@ -90,8 +90,6 @@ const (
 	MaxPingsOut  = 2
 )
 
-// lameDuckJitter bounds the random wait before a connection to a server
-// in lame-duck mode moves to another one.
 // MaxPayload is the max_payload of the servers Bub ships (the embedded
 // one unless its configuration file sets max_payload, and deploy/nats):
 // 8 MiB, the most the NATS documentation recommends, instead of
@@ -100,6 +98,8 @@ const (
 // in a tool result. `bub status` warns about a server that takes less.
 const MaxPayload = 8 << 20
 
+// lameDuckJitter bounds the random wait before a connection to a server
+// in lame-duck mode moves to another one.
 const lameDuckJitter = time.Second
 
 // ReconnectDelay is the wait before reconnect round attempts (1, 2, …):

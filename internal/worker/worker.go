@@ -230,14 +230,15 @@ func (w *Worker) handle(ctx context.Context, cfg Config, msg jetstream.Msg, stop
 		delay := handBackDelay(in.Delivery)
 		log.Warn("worker.turn_handed_back", "err", err, "redelivery_in", delay)
 		_ = msg.NakWithDelay(delay)
-	case errors.Is(err, nats.ErrMaxPayload):
-		log.Warn("worker.turn_failed", "err", err)
-		if derr := w.dlq.Reject(ctx, msg, dlq.ReasonPayloadTooLarge, err); derr != nil {
-			log.Error("worker.dlq_failed", "err", derr)
-		}
 	default:
 		log.Warn("worker.turn_failed", "err", err)
-		if aerr := doubleAck(ctx, msg); aerr != nil {
+		if errors.Is(err, nats.ErrMaxPayload) {
+			// Answered, and kept for a replay once the server takes it
+			// (see retryUnlessTooLarge).
+			if derr := w.dlq.Reject(ctx, msg, dlq.ReasonPayloadTooLarge, err); derr != nil {
+				log.Error("worker.dlq_failed", "err", derr)
+			}
+		} else if aerr := doubleAck(ctx, msg); aerr != nil {
 			log.Warn("worker.ack_failed", "err", aerr)
 		}
 	}

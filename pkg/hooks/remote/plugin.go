@@ -407,12 +407,10 @@ func (p *Plugin) failure(err error) string {
 		return "sent a malformed reply"
 	case OutcomeRemoteError:
 		return strings.TrimSpace("failed: " + bub.AsError(errors.Unwrap(err)).Message)
-	case OutcomeTransport:
+	default:
 		if errors.Is(err, nats.ErrMaxPayload) {
 			return "could not be called: " + errors.Unwrap(err).Error()
 		}
-		return "could not be reached"
-	default:
 		return "could not be reached"
 	}
 }
