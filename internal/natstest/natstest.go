@@ -71,9 +71,18 @@ var Reconnecting = []nats.Option{nats.MaxReconnects(-1), nats.ReconnectWait(20 *
 // its port with its store, which it returns.
 func (s *Server) Restart(t testing.TB) *Server {
 	t.Helper()
+	return s.RestartWith(t, func(*server.Options) {})
+}
+
+// RestartWith is [Server.Restart] with the options changed by change
+// first (a configuration an operator changed between two starts).
+func (s *Server) RestartWith(t testing.TB, change func(*server.Options)) *Server {
+	t.Helper()
 	s.Shutdown()
 	s.WaitForShutdown()
-	return StartWithOptions(t, s.opts.Clone())
+	opts := s.opts.Clone()
+	change(opts)
+	return StartWithOptions(t, opts)
 }
 
 // Outage takes s down (if it is not already), runs op while it is down,

@@ -23,6 +23,13 @@
 // and then recorded as interrupted (a run whose RunFinished itself is
 // dead-lettered still is: nothing else says where it ends).
 //
+// A run whose commit the server refuses as larger than its max_payload
+// (nats.ErrMaxPayload: the limit was lowered after its events were
+// stored, or an event left less than events.EntryReserve of it) would
+// fail however often it is retried, holding the session's watermark: it
+// is recorded as interrupted (reason payload_too_large, the error in the
+// marker) and its events are acknowledged.
+//
 // Start with [Recorder.Run]; run.go holds a run's buffer and the commit.
 // Looking for the entry mapping? See package taperec. For the store see
 // package tape.

@@ -31,7 +31,12 @@ type fixture struct {
 
 func setup(t *testing.T) *fixture {
 	t.Helper()
-	s := natstest.Start(t)
+	return setupOn(t, natstest.Start(t))
+}
+
+// setupOn is [setup] on server s.
+func setupOn(t *testing.T, s *natstest.Server) *fixture {
+	t.Helper()
 	_, js := s.JetStream(t)
 	names := subjects.Default()
 	ctx := context.Background()

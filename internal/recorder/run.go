@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
 
 	ce "github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/bubbus/bub/internal/dlq"
@@ -331,22 +333,22 @@ func (l *lane) supersede(ctx context.Context, rn *run, late bool) (stale bool) {
 			continue
 		}
 		if newer(other, rn) {
-			l.interrupt(ctx, rn, "redelivered", other.id)
+			l.interrupt(ctx, rn, "redelivered", supersededBy(other.id))
 			return true
 		}
-		l.interrupt(ctx, other, "redelivered", rn.id)
+		l.interrupt(ctx, other, "redelivered", supersededBy(rn.id))
 		delete(l.runs, id)
 	}
 	// A run that resumes the committed run of its envelope replays it (its
 	// worker died before acknowledging the turn): commitWith skips it as a
 	// rerun, without recording it as interrupted.
 	if first, ok := l.answered.get(rn.envelope); ok && first != rn.id && first != rn.resumes {
-		l.interrupt(ctx, rn, "superseded", first)
+		l.interrupt(ctx, rn, "superseded", supersededBy(first))
 		return true
 	}
 	if late || rn.delivery > 1 {
 		if first, _, done := l.envelopeCommitted(ctx, rn); done && first != rn.resumes {
-			l.interrupt(ctx, rn, "superseded", first)
+			l.interrupt(ctx, rn, "superseded", supersededBy(first))
 			return true
 		}
 	}
@@ -416,7 +418,7 @@ func newer(a, b *run) bool {
 func (l *lane) sweep(ctx context.Context) {
 	for id, rn := range l.runs {
 		if time.Since(rn.last) > l.r.cfg.IdleRun {
-			l.interrupt(ctx, rn, "timeout", "")
+			l.interrupt(ctx, rn, "timeout", nil)
 			delete(l.runs, id)
 			continue
 		}
@@ -427,8 +429,9 @@ func (l *lane) sweep(ctx context.Context) {
 }
 
 // interrupt drops a run's buffered entries and records only that it was
-// interrupted, so no partial turn enters later context.
-func (l *lane) interrupt(ctx context.Context, rn *run, reason, supersededBy string) {
+// interrupted (for reason, with detail in the marker's data), so no
+// partial turn enters later context.
+func (l *lane) interrupt(ctx context.Context, rn *run, reason string, detail map[string]any) {
 	if l.committed(ctx, rn) {
 		for _, it := range rn.items {
 			l.duplicate(ctx, rn.session, it.stream, it.msg)
@@ -436,9 +439,7 @@ func (l *lane) interrupt(ctx context.Context, rn *run, reason, supersededBy stri
 		return
 	}
 	data := map[string]any{"run_id": rn.id, "reason": reason, "events": len(rn.items)}
-	if supersededBy != "" {
-		data["superseded_by"] = supersededBy
-	}
+	maps.Copy(data, detail)
 	e := tape.Event("run.interrupted", data, map[string]any{"run_id": rn.id, "context": false})
 	stream := uint64(0)
 	for _, it := range rn.items {
@@ -450,6 +451,10 @@ func (l *lane) interrupt(ctx context.Context, rn *run, reason, supersededBy stri
 	l.r.log.Warn("recorder.run_interrupted", "run", rn.id, "session", rn.session, "reason", reason)
 	l.commitWith(ctx, rn, msgs)
 }
+
+// supersededBy is the detail of a run interrupted because run id answers
+// its envelope.
+func supersededBy(id string) map[string]any { return map[string]any{"superseded_by": id} }
 
 // committed reports whether the tape already holds the run (its events
 // are late duplicates seen by a recorder that restarted since).
@@ -526,6 +531,18 @@ func (l *lane) commitWith(ctx context.Context, rn *run, msgs []jetstream.Msg) {
 	}
 	if err != nil {
 		telemetry.Fail(span, err)
+		if errors.Is(err, nats.ErrMaxPayload) && !rn.interrupted {
+			// The server takes no message this large (its max_payload
+			// was lowered after the events were stored, or an event was
+			// published without leaving events.EntryReserve of it):
+			// retried, the commit would fail forever and hold the
+			// session's watermark, and so every later turn of the
+			// session, with it. The run is recorded as interrupted; its
+			// events stay in the events stream.
+			l.r.log.Error("recorder.run_too_large", "run", rn.id, "session", rn.session, "err", err)
+			l.interrupt(ctx, rn, "payload_too_large", map[string]any{"error": err.Error()})
+			return
+		}
 		l.r.log.Error("recorder.commit_failed", "run", rn.id, "session", rn.session, "err", err)
 		for _, m := range msgs {
 			_ = m.NakWithDelay(time.Second)

@@ -268,14 +268,14 @@ func (w *writer) sendBatch(ctx context.Context, ix Index, stored []Entry, adopte
 		}
 		for _, m := range msgs[:len(msgs)-1] {
 			if err := b.AddMsg(m); err != nil {
-				return err
+				return s.sized(err, m)
 			}
 		}
 		ack, err := b.CommitMsg(ctx, msgs[len(msgs)-1])
 		if err == nil {
 			seq = ack.Sequence
 		}
-		return err
+		return s.sized(err, msgs[len(msgs)-1])
 	})
 	if err == nil {
 		nx.Revision = seq
@@ -413,7 +413,8 @@ func (s *JetStreamStore) putIndex(ctx context.Context, ix Index, rev uint64, id 
 func (s *JetStreamStore) send(m *nats.Msg) (jetstream.PubAckFuture, error) {
 	s.sendMu.Lock()
 	defer s.sendMu.Unlock()
-	return s.js.PublishMsgAsync(m)
+	f, err := s.js.PublishMsgAsync(m)
+	return f, s.sized(err, m)
 }
 
 // sendWindow sends msgs (each through send) and returns their stream
@@ -556,7 +557,7 @@ func (w *writer) publish(ctx context.Context, entries []Entry, prev uint64) ([]u
 		var ack *jetstream.PubAck
 		err := jsretry.Read(ctx, func(ctx context.Context) (err error) {
 			ack, err = w.s.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(prev))
-			return err
+			return w.s.sized(err, m)
 		})
 		if isWrongLastSeq(err) && i == 0 {
 			return errTail
@@ -592,11 +593,12 @@ func (w *writer) publish(ctx context.Context, entries []Entry, prev uint64) ([]u
 		futures := make([]jetstream.PubAckFuture, 0, end-i)
 		for j := i; j < end; j++ {
 			expect := prev + uint64(j-i)
-			f, err := w.s.js.PublishMsgAsync(msg(j),
+			m := msg(j)
+			f, err := w.s.js.PublishMsgAsync(m,
 				jetstream.WithExpectLastSequence(expect),
 				jetstream.WithExpectLastSequencePerSubject(expect))
 			if err != nil {
-				return nil, fmt.Errorf("publishing: %w", err)
+				return nil, fmt.Errorf("publishing: %w", w.s.sized(err, m))
 			}
 			futures = append(futures, f)
 		}
@@ -674,4 +676,16 @@ func (s *JetStreamStore) lastSeq(ctx context.Context, subj string) (uint64, erro
 func (s *JetStreamStore) Reset(ctx context.Context, tape string) error {
 	_, err := s.Append(ctx, tape, nil, WithReset())
 	return err
+}
+
+// sized names, in a publish error that is nats.ErrMaxPayload, the tape
+// message m (its id) and its size beside the server's max_payload: the
+// server takes no message that large, so the write cannot succeed as it
+// is; other errors are returned as they are.
+func (s *JetStreamStore) sized(err error, m *nats.Msg) error {
+	if !errors.Is(err, nats.ErrMaxPayload) {
+		return err
+	}
+	return fmt.Errorf("tape message %s is %d bytes, more than the NATS server's max_payload (%d bytes): %w",
+		m.Header.Get(subjects.HeaderMsgID), m.Size()-len(m.Subject)-len(m.Reply), s.js.Conn().MaxPayload(), err)
 }
