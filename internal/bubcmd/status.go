@@ -22,14 +22,18 @@ func newStatus(env *Env) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Show streams, consumers, workers, interceptors and recorder lag",
-		Long: `Prints the state of a Bub deployment as NATS sees it: every Bub stream
-with its message count, every consumer with pending and ack-pending counts,
-the workers (each running instance found through NATS micro discovery of
-the <prefix>-worker service, with its version, running turns and uptime;
+		Short: "Show streams, consumers, services, workers, interceptors and recorder lag",
+		Long: `Prints the state of a Bub deployment as NATS sees it: the server's
+max_payload, every Bub stream with its message count, every consumer with
+pending and ack-pending counts, every running instance of a Bub service
+(ingress, worker, recorder, gateway) found through NATS micro discovery,
+with its version, the max_payload it sends by and uptime (a warning names
+an instance whose max_payload is not the server's: a client learns it
+only when it connects), the workers (running turns of each instance;
 turns running in the turn registry and pull requests waiting on the
-shared consumer), the interceptor services discovered through NATS micro with their
-request statistics, the recorder's lag and the dead letters by reason.`,
+shared consumer), the interceptor services discovered through NATS micro
+with their request statistics, the recorder's lag and the dead letters by
+reason.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withClient(cmd.Context(), &common, getenv, func(ctx context.Context, c *client) error {
@@ -69,17 +73,12 @@ func printStatus(w io.Writer, st *status.Status) {
 	}
 	_ = tw.Flush()
 
-	fmt.Fprintln(w, "\nWORKERS (NATS micro)")
-	if len(st.Workers.Instances) == 0 {
-		fmt.Fprintln(w, "  none running")
-	} else {
-		tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  INSTANCE\tVERSION\tRUNNING\tCONCURRENCY\tUP\t")
-		for _, wi := range st.Workers.Instances {
-			fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%s\t\n", wi.Instance, wi.Version, wi.RunningTurns, wi.Concurrency, since(wi.Started))
-		}
-		_ = tw.Flush()
-	}
+	printSection(w, "SERVICES (NATS micro)", "SERVICE\tINSTANCE\tVERSION\tMAX_PAYLOAD\tUP\t", st.Services, func(si status.ServiceInstance) string {
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t", si.Service, si.Instance, si.Version, bytesText(uint64(si.MaxPayload)), since(si.Started))
+	})
+	printSection(w, "WORKERS (NATS micro)", "INSTANCE\tVERSION\tRUNNING\tCONCURRENCY\tUP\t", st.Workers.Instances, func(wi status.WorkerInstance) string {
+		return fmt.Sprintf("%s\t%s\t%d\t%d\t%s\t", wi.Instance, wi.Version, wi.RunningTurns, wi.Concurrency, since(wi.Started))
+	})
 	running := 0
 	for _, v := range st.Workers.RunningTurns {
 		running += v
@@ -90,18 +89,10 @@ func printStatus(w io.Writer, st *status.Status) {
 	}
 	fmt.Fprintf(w, "\n  pull requests waiting on the shared consumer: %d\n", st.Workers.WaitingPulls)
 
-	fmt.Fprintln(w, "\nINTERCEPTORS (NATS micro)")
-	if len(st.Interceptors) == 0 {
-		fmt.Fprintln(w, "  none running")
-	} else {
-		tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  SERVICE\tVERSION\tINSTANCE\tHOOKS\tREQUESTS\tERRORS\tAVG TIME\tUP")
-		for _, is := range st.Interceptors {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", is.Service, is.Version, is.ID, strings.Join(is.Hooks, ","),
-				is.Requests, is.Errors, is.Average.Round(time.Microsecond), since(is.Started))
-		}
-		_ = tw.Flush()
-	}
+	printSection(w, "INTERCEPTORS (NATS micro)", "SERVICE\tVERSION\tINSTANCE\tHOOKS\tREQUESTS\tERRORS\tAVG TIME\tUP", st.Interceptors, func(is status.Interceptor) string {
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s", is.Service, is.Version, is.ID, strings.Join(is.Hooks, ","),
+			is.Requests, is.Errors, is.Average.Round(time.Microsecond), since(is.Started))
+	})
 
 	fmt.Fprintln(w, "\nRECORDER")
 	if r := st.Recorder; r != nil {
@@ -123,6 +114,22 @@ func printStatus(w io.Writer, st *status.Status) {
 	for _, e := range st.Errors {
 		fmt.Fprintln(w, "\nwarning:", e)
 	}
+}
+
+// printSection prints a titled table, its header and a line per row of
+// tab-separated cells, or "none running" without rows.
+func printSection[T any](w io.Writer, title, header string, rows []T, line func(T) string) {
+	fmt.Fprintln(w, "\n"+title)
+	if len(rows) == 0 {
+		fmt.Fprintln(w, "  none running")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  "+header)
+	for _, r := range rows {
+		fmt.Fprintln(tw, "  "+line(r))
+	}
+	_ = tw.Flush()
 }
 
 func bytesText(b uint64) string {

@@ -74,6 +74,18 @@ func (s *Server) Restart(t testing.TB) *Server {
 	return s.RestartWith(t, func(*server.Options) {})
 }
 
+// Reload applies the options changed by change to the running server, as
+// a configuration reload does (nats-server --signal reload).
+func (s *Server) Reload(t testing.TB, change func(*server.Options)) {
+	t.Helper()
+	opts := s.opts.Clone()
+	change(opts)
+	if err := s.ReloadOptions(opts.Clone()); err != nil {
+		t.Fatalf("natstest: reload: %v", err)
+	}
+	s.opts = opts
+}
+
 // RestartWith is [Server.Restart] with the options changed by change
 // first (a configuration an operator changed between two starts).
 func (s *Server) RestartWith(t testing.TB, change func(*server.Options)) *Server {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/bubbus/bub/internal/cli"
@@ -17,6 +18,7 @@ import (
 
 // announcement is the micro service of a Conn and its status.
 type announcement struct {
+	nc     *nats.Conn
 	svc    micro.Service
 	status status.ServiceStatus
 	mu     sync.Mutex
@@ -52,7 +54,7 @@ func (c *Conn) Announce(service, instance string) error {
 		return fmt.Errorf("service %s: already announced as %s", service, c.micro.status.Service)
 	}
 	build := cli.Version()
-	a := &announcement{status: status.ServiceStatus{Service: service, Instance: instance, Version: build, Started: time.Now().UTC()}}
+	a := &announcement{nc: c.NC, status: status.ServiceStatus{Service: service, Instance: instance, Version: build, Started: time.Now().UTC()}}
 	svc, err := micro.AddService(c.NC, micro.Config{
 		Name:        c.Names.Service(service),
 		Version:     MicroVersion(build),
@@ -97,6 +99,7 @@ func (c *Conn) ReportStatus(report func() any) {
 // current returns the status now.
 func (a *announcement) current() status.ServiceStatus {
 	st := a.status
+	st.MaxPayload = a.nc.MaxPayload()
 	a.mu.Lock()
 	report := a.report
 	a.mu.Unlock()

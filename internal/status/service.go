@@ -32,6 +32,11 @@ type ServiceStatus struct {
 	Instance string    `json:"instance"`
 	Version  string    `json:"version"`
 	Started  time.Time `json:"started"`
+	// MaxPayload is the largest message the instance's NATS connection
+	// sends: the max_payload of the server it last connected to, as that
+	// server said when the connection was made (a client does not learn
+	// of a change the server takes on a configuration reload).
+	MaxPayload int64 `json:"max_payload,omitempty"`
 	// Details are the service's own figures (service.Conn.ReportStatus,
 	// e.g. a worker's [WorkerLoad]), absent until it reports them.
 	Details json.RawMessage `json:"details,omitempty"`

@@ -29,14 +29,18 @@ const discoveryWait = 300 * time.Millisecond
 
 // Status is what `bub status` prints and GET /v1/status answers.
 type Status struct {
-	Server       Server        `json:"server"`
-	Streams      []Stream      `json:"streams"`
-	Consumers    []Consumer    `json:"consumers"` // the durable ones
-	Workers      Workers       `json:"workers"`
-	Interceptors []Interceptor `json:"interceptors"`
-	Recorder     *Recorder     `json:"recorder,omitempty"`
-	DeadLetters  DeadLetters   `json:"dead_letters"`
-	Errors       []string      `json:"errors,omitempty"`
+	Server    Server     `json:"server"`
+	Streams   []Stream   `json:"streams"`
+	Consumers []Consumer `json:"consumers"` // the durable ones
+	// Services are the running instances of every Bub service of the
+	// deployment (ingress, worker, recorder, gateway), found by NATS
+	// micro discovery.
+	Services     []ServiceInstance `json:"services"`
+	Workers      Workers           `json:"workers"`
+	Interceptors []Interceptor     `json:"interceptors"`
+	Recorder     *Recorder         `json:"recorder,omitempty"`
+	DeadLetters  DeadLetters       `json:"dead_letters"`
+	Errors       []string          `json:"errors,omitempty"`
 }
 
 // Server is the NATS server the status was read from.
@@ -102,15 +106,25 @@ type Workers struct {
 	Instances []WorkerInstance `json:"instances"`
 }
 
-// WorkerInstance is one running worker instance as NATS micro discovery
-// shows it.
-type WorkerInstance struct {
-	// Instance is the worker's BUB_INSTANCE, its owner name in the turn
-	// registry; ID is its NATS micro id.
+// ServiceInstance is one running instance of a Bub service as NATS micro
+// discovery shows it.
+type ServiceInstance struct {
+	// Service is ingress, worker, recorder or gateway; Instance its
+	// BUB_INSTANCE (a worker's owner name in the turn registry); ID its
+	// NATS micro id.
+	Service  string    `json:"service"`
 	Instance string    `json:"instance"`
 	ID       string    `json:"id"`
 	Version  string    `json:"version"`
 	Started  time.Time `json:"started"`
+	// MaxPayload is the largest message it sends (ServiceStatus).
+	MaxPayload int64 `json:"max_payload,omitempty"`
+}
+
+// WorkerInstance is one running worker instance as NATS micro discovery
+// shows it, with its load.
+type WorkerInstance struct {
+	ServiceInstance
 	WorkerLoad
 }
 
@@ -221,9 +235,31 @@ func Collect(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, n subje
 		}
 	}
 	st.Workers.RunningTurns = runningTurns(ctx, js, n, fail)
-	st.Workers.Instances = discoverWorkers(ctx, nc, n, fail)
-	st.Interceptors = discoverInterceptors(ctx, nc, n, fail)
+	stats := microStats(ctx, nc, fail)
+	st.Services, st.Workers.Instances = discoverServices(stats, n, fail)
+	for _, si := range st.Services {
+		checkMaxPayload(si, st.Server, fail)
+	}
+	st.Interceptors = discoverInterceptors(ctx, nc, n, stats, fail)
 	return st
+}
+
+// checkMaxPayload warns about a service instance that sends messages up
+// to another max_payload than server takes: a client learns max_payload
+// only when it connects, so after a configuration reload changed it the
+// instance goes on with the old one until it connects again.
+func checkMaxPayload(si ServiceInstance, server Server, fail func(string, error)) {
+	have, want := si.MaxPayload, server.MaxPayload
+	switch {
+	case have == 0 || have == want:
+		return
+	case have < want:
+		fail("max_payload", fmt.Errorf("%s %s sends messages of at most %d bytes (its server's max_payload when it connected); the server at %s takes %d: restart it to send larger ones",
+			si.Service, si.Instance, have, server.URL, want))
+	default:
+		fail("max_payload", fmt.Errorf("%s %s sends messages of up to %d bytes (its server's max_payload when it connected); the server at %s takes %d and closes the connection of a client that sends more: restart it",
+			si.Service, si.Instance, have, server.URL, want))
+	}
 }
 
 // deadLetters counts the DLQ stream's messages by reason (the last
@@ -288,20 +324,13 @@ func runningTurns(ctx context.Context, js jetstream.JetStream, n subjects.Names,
 // discoverInterceptors asks every NATS micro service for its info and
 // stats ($SRV.INFO, $SRV.STATS) and keeps the Bub interceptors: services
 // with endpoints under bub.hook.>.
-func discoverInterceptors(ctx context.Context, nc *nats.Conn, n subjects.Names, fail func(string, error)) []Interceptor {
+func discoverInterceptors(ctx context.Context, nc *nats.Conn, n subjects.Names, stats map[string]micro.Stats, fail func(string, error)) []Interceptor {
 	hookPrefix := strings.TrimSuffix(n.HookAll(), ">")
 	infos := map[string]micro.Info{}
 	for _, raw := range microAll(ctx, nc, micro.InfoVerb, fail) {
 		var info micro.Info
 		if json.Unmarshal(raw, &info) == nil && info.ID != "" {
 			infos[info.ID] = info
-		}
-	}
-	stats := map[string]micro.Stats{}
-	for _, raw := range microAll(ctx, nc, micro.StatsVerb, fail) {
-		var s micro.Stats
-		if json.Unmarshal(raw, &s) == nil && s.ID != "" {
-			stats[s.ID] = s
 		}
 	}
 	var out []Interceptor
@@ -335,37 +364,52 @@ func discoverInterceptors(ctx context.Context, nc *nats.Conn, n subjects.Names, 
 	return out
 }
 
-// discoverWorkers asks every instance of the deployment's worker service
-// (subjects.Names.Service) for its statistics ($SRV.STATS) and returns
-// them by instance, with the load of their status endpoint's data.
-func discoverWorkers(ctx context.Context, nc *nats.Conn, n subjects.Names, fail func(string, error)) []WorkerInstance {
-	replies, err := remote.Discover(ctx, nc, micro.StatsVerb, n.Service("worker"), time.Second, discoveryWait)
-	if err != nil {
-		fail("worker discovery", err)
-	}
-	out := []WorkerInstance{}
-	for _, raw := range replies {
+// microStats asks every NATS micro service for its stats, by id.
+func microStats(ctx context.Context, nc *nats.Conn, fail func(string, error)) map[string]micro.Stats {
+	stats := map[string]micro.Stats{}
+	for _, raw := range microAll(ctx, nc, micro.StatsVerb, fail) {
 		var s micro.Stats
-		if err := json.Unmarshal(raw, &s); err != nil || s.ID == "" {
-			fail("worker discovery", fmt.Errorf("a reply that is no NATS micro stats: %.200q", raw))
+		if json.Unmarshal(raw, &s) == nil && s.ID != "" {
+			stats[s.ID] = s
+		}
+	}
+	return stats
+}
+
+// discoverServices returns, from every micro service's stats, the
+// instances of the Bub services of n's prefix, and the workers among them
+// with their load.
+func discoverServices(stats map[string]micro.Stats, n subjects.Names, fail func(string, error)) ([]ServiceInstance, []WorkerInstance) {
+	services, workers := []ServiceInstance{}, []WorkerInstance{}
+	for _, s := range stats {
+		service := s.Metadata[MetadataService]
+		if service == "" || s.Metadata[MetadataPrefix] != n.Prefix() {
+			continue // an interceptor, or another deployment's or application's service
+		}
+		si := ServiceInstance{Service: service, Instance: s.Metadata[MetadataInstance], ID: s.ID, Version: s.Version, Started: s.Started}
+		var st ServiceStatus
+		for _, ep := range s.Endpoints {
+			if ep.Name == Endpoint && json.Unmarshal(ep.Data, &st) == nil {
+				si.MaxPayload = st.MaxPayload
+				break
+			}
+		}
+		services = append(services, si)
+		if service != "worker" {
 			continue
 		}
-		w := WorkerInstance{Instance: s.Metadata[MetadataInstance], ID: s.ID, Version: s.Version, Started: s.Started}
-		for _, ep := range s.Endpoints {
-			var st ServiceStatus
-			if ep.Name != Endpoint || json.Unmarshal(ep.Data, &st) != nil {
-				continue
-			}
-			if err := json.Unmarshal(st.Details, &w.WorkerLoad); len(st.Details) > 0 && err != nil {
-				fail("worker "+w.Instance, fmt.Errorf("status details: %w", err))
-			}
+		w := WorkerInstance{ServiceInstance: si}
+		if err := json.Unmarshal(st.Details, &w.WorkerLoad); len(st.Details) > 0 && err != nil {
+			fail("worker "+w.Instance, fmt.Errorf("status details: %w", err))
 		}
-		out = append(out, w)
+		workers = append(workers, w)
 	}
-	slices.SortFunc(out, func(a, b WorkerInstance) int {
-		return cmp.Or(cmp.Compare(a.Instance, b.Instance), cmp.Compare(a.ID, b.ID))
-	})
-	return out
+	byName := func(a, b ServiceInstance) int {
+		return cmp.Or(cmp.Compare(a.Service, b.Service), cmp.Compare(a.Instance, b.Instance), cmp.Compare(a.ID, b.ID))
+	}
+	slices.SortFunc(services, byName)
+	slices.SortFunc(workers, func(a, b WorkerInstance) int { return byName(a.ServiceInstance, b.ServiceInstance) })
+	return services, workers
 }
 
 // microAll asks every NATS micro service for verb ([remote.Discover]);

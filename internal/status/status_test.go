@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+
 	"github.com/bubbus/bub/internal/cli"
 	"github.com/bubbus/bub/internal/natstest"
 	"github.com/bubbus/bub/internal/natsx"
@@ -87,6 +89,16 @@ func TestStatus(t *testing.T) {
 		}
 		return true, ""
 	})
+	var services []string
+	for _, si := range st.Services {
+		services = append(services, si.Service+"/"+si.Instance)
+		if si.MaxPayload != natsx.MaxPayload || si.ID == "" || si.Started.IsZero() {
+			t.Errorf("service %+v: want max_payload %d, an id and a start", si, natsx.MaxPayload)
+		}
+	}
+	if got, want := strings.Join(services, " "), "recorder/st worker/st-w0 worker/st-w1"; got != want {
+		t.Errorf("services %s, want %s", got, want)
+	}
 	if len(st.Interceptors) != 1 || st.Interceptors[0].Service != "audit" || strings.Join(st.Interceptors[0].Hooks, ",") != string(hooks.HookBeforeToolCall) || st.Interceptors[0].Plugin != "audit" {
 		t.Errorf("interceptors: %+v", st.Interceptors)
 	}
@@ -141,6 +153,40 @@ func TestStatusWarnsAboutASmallMaxPayload(t *testing.T) {
 		t.Errorf("max_payload %d, want nats-server's default %d", st.Server.MaxPayload, 1<<20)
 	}
 	want := fmt.Sprintf("max_payload: the server takes messages of at most %d bytes, Bub's configs %d", 1<<20, natsx.MaxPayload)
+	if !slices.ContainsFunc(st.Errors, func(e string) bool { return strings.HasPrefix(e, want) }) {
+		t.Errorf("errors %q, want one starting %q", st.Errors, want)
+	}
+}
+
+// TestStatusWarnsAboutAServiceWithAnotherMaxPayload: a service connected
+// to a server that took 1 MiB messages goes on sending by that limit
+// after the server's configuration is reloaded to take 8 MiB (nats.go
+// learns max_payload only when it connects). Collect lists the instance
+// with the max_payload it sends by and warns that it must be restarted,
+// naming both sizes.
+func TestStatusWarnsAboutAServiceWithAnotherMaxPayload(t *testing.T) {
+	s := natstest.Start(t)
+	common := &cli.Common{}
+	conn, err := service.NewConn(s.Conn(t), common, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Announce("recorder", "mp-1"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	s.Reload(t, func(o *server.Options) { o.MaxPayload = natsx.MaxPayload })
+
+	nc, js := s.JetStream(t)
+	st := status.Collect(t.Context(), nc, js, common.Names())
+	if st.Server.MaxPayload != natsx.MaxPayload {
+		t.Fatalf("the server's max_payload %d, want %d after the reload", st.Server.MaxPayload, natsx.MaxPayload)
+	}
+	if len(st.Services) != 1 || st.Services[0].Service != "recorder" || st.Services[0].Instance != "mp-1" || st.Services[0].MaxPayload != 1<<20 {
+		t.Fatalf("services %+v, want recorder mp-1 sending by max_payload %d", st.Services, 1<<20)
+	}
+	want := fmt.Sprintf("max_payload: recorder mp-1 sends messages of at most %d bytes (its server's max_payload when it connected); the server at %s takes %d: restart it",
+		1<<20, st.Server.URL, natsx.MaxPayload)
 	if !slices.ContainsFunc(st.Errors, func(e string) bool { return strings.HasPrefix(e, want) }) {
 		t.Errorf("errors %q, want one starting %q", st.Errors, want)
 	}
