@@ -126,7 +126,7 @@ func TestConsoleInBrowser(t *testing.T) {
 			t.Errorf("hooks panel lacks %q:\n%s", want, hooksText)
 		}
 	}
-	for _, want := range []string{"Streams", "BUB_EVENTS", "Consumers", "t-w0", "concurrency", "recorder lag", "Dead letters"} {
+	for _, want := range []string{"max_payload 8.0 MiB", "Streams", "BUB_EVENTS", "Consumers", "Servicesserviceinstanceversionmax_payloadup since", "workert-w00.0.0-devel8.0 MiB", "t-w0", "concurrency", "recorder lag", "Dead letters"} {
 		if !strings.Contains(statusText, want) {
 			t.Errorf("status panel lacks %q:\n%s", want, statusText)
 		}

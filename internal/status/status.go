@@ -101,8 +101,8 @@ type Workers struct {
 	WaitingPulls int `json:"waiting_pulls"`
 	// RunningTurns are the live run keys of the turn registry by owner.
 	RunningTurns map[string]int `json:"running_turns"`
-	// Instances are the running worker instances, found by NATS micro
-	// discovery of the <prefix>-worker service.
+	// Instances are the running worker instances: the worker service's
+	// among Status.Services, with their load.
 	Instances []WorkerInstance `json:"instances"`
 }
 

@@ -312,6 +312,9 @@ function ago(t) {
 }
 
 // loadStatus reads the status once at a time (every finished run asks).
+// mib renders a byte count as MiB ("-" when unknown).
+const mib = (n) => (n ? (n / 1048576).toFixed(1) + " MiB" : "-");
+
 let statusLoading = null;
 function loadStatus() {
   statusLoading ??= readStatus().finally(() => { statusLoading = null; });
@@ -325,13 +328,18 @@ const readStatus = guarded(async () => {
   const running = Object.values(st.workers.running_turns || {}).reduce((a, b) => a + b, 0);
   const dl = st.dead_letters;
   box.replaceChildren(
-    el("div", { class: "muted" }, `NATS ${st.server.url} · server ${st.server.version}`),
+    el("div", { class: "muted" }, `NATS ${st.server.url} · server ${st.server.version} · max_payload ${mib(st.server.max_payload)}`),
     el("h3", {}, "Streams"),
     table([["name", (s) => s.name], ["messages", (s) => s.messages, 1], ["first", (s) => s.first_seq, 1],
       ["last", (s) => s.last_seq, 1], ["consumers", (s) => s.consumers, 1], ["last message", (s) => ago(s.last_time)]], st.streams || []),
     el("h3", {}, "Consumers"),
     table([["stream", (c) => c.stream], ["consumer", (c) => c.name], ["pending", (c) => c.pending, 1],
       ["ack pending", (c) => c.ack_pending, 1], ["redelivered", (c) => c.redelivered, 1], ["waiting", (c) => c.waiting, 1]], st.consumers || []),
+    el("h3", {}, "Services"),
+    (st.services || []).length
+      ? table([["service", (v) => v.service], ["instance", (v) => v.instance], ["version", (v) => v.version],
+        ["max_payload", (v) => mib(v.max_payload), 1], ["up since", (v) => ago(v.started)]], st.services)
+      : el("div", { class: "muted" }, "no service running"),
     el("h3", {}, "Workers and recorder"),
     (st.workers.instances || []).length
       ? table([["worker", (w) => w.instance], ["version", (w) => w.version], ["running", (w) => w.running_turns, 1],
