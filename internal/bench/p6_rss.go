@@ -172,8 +172,9 @@ func p6Variant(ctx context.Context, e *env, v rssVariant, url, dir string, gw *i
 	}
 	defer w.stop()
 	// round sends n turns at once and samples the worker's RSS every 10 ms
-	// until every reply is in.
-	round := func(n int) (peak int64, inflight int, err error) {
+	// until every reply is in; file is the file-backed part of the peak
+	// (the binary's mapped pages).
+	round := func(n int) (peak, file int64, inflight int, err error) {
 		base := len(model.Requests())
 		var replies atomic.Int64
 		rctx, cancel := context.WithTimeout(ctx, e.cfg.rssDelay+90*time.Second)
@@ -211,9 +212,12 @@ func p6Variant(ctx context.Context, e *env, v rssVariant, url, dir string, gw *i
 		for {
 			rss, rerr := procRSS(w.pid(), "VmRSS")
 			if rerr != nil {
-				return 0, 0, errors.Join(rerr, w.alive()) // alive is nil until the exit is reaped
+				return 0, 0, 0, errors.Join(rerr, w.alive()) // alive is nil until the exit is reaped
 			}
-			peak = max(peak, rss)
+			if rss > peak {
+				peak = rss
+				file, _ = procRSS(w.pid(), "RssFile")
+			}
 			inflight = max(inflight, len(model.Requests())-base-int(replies.Load()))
 			select {
 			case <-finished:
@@ -223,30 +227,31 @@ func p6Variant(ctx context.Context, e *env, v rssVariant, url, dir string, gw *i
 					errs = append(errs, err)
 				}
 				if len(errs) > 0 {
-					return peak, inflight, fmt.Errorf("%d of %d turns failed: %w", len(errs), n, errors.Join(errs[0], w.alive()))
+					return peak, file, inflight, fmt.Errorf("%d of %d turns failed: %w", len(errs), n, errors.Join(errs[0], w.alive()))
 				}
-				return peak, inflight, nil
+				return peak, file, inflight, nil
 			case <-tick.C:
 			}
 		}
 	}
 	e.progress.Show(v.id + ": warm-up (20 turns)")
-	if _, _, err := round(20); err != nil {
+	if _, _, _, err := round(20); err != nil {
 		return Row{}, err
 	}
 	idle, _ := procRSS(w.pid(), "VmRSS")
-	var peaks []float64
+	var peaks, files []float64
 	minInflight := e.cfg.rssTurns
 	var maxConns int64 // the most connections a repetition opened
 	for rep := range e.cfg.reps {
 		e.progress.Step(fmt.Sprintf("%s: %d turns in flight (%s)%s", v.id, e.cfg.rssTurns, v.proto, repLabel(rep, e.cfg.reps)))
 		conns0 := v.conns.Load()
-		peak, inflight, err := round(e.cfg.rssTurns)
+		peak, file, inflight, err := round(e.cfg.rssTurns)
 		if err != nil {
 			return Row{}, err
 		}
 		maxConns = max(maxConns, v.conns.Load()-conns0)
 		peaks = append(peaks, float64(peak)/(1<<20))
+		files = append(files, float64(file)/(1<<20))
 		minInflight = min(minInflight, inflight)
 	}
 	hwm, _ := procRSS(w.pid(), "VmHWM")
@@ -254,8 +259,8 @@ func p6Variant(ctx context.Context, e *env, v rssVariant, url, dir string, gw *i
 	return Row{
 		ID: v.id, Figure: fmt.Sprintf("worker RSS (peak VmRSS) with %d turns in flight, streaming model over %s answering after %s", e.cfg.rssTurns, v.proto, e.cfg.rssDelay),
 		Value: peak, Unit: MiB,
-		Extra: fmt.Sprintf("≥ %d model calls in flight at once in every repetition; idle %.1f MiB, VmHWM %.1f MiB; at most %d new connections to the model in a repetition",
-			minInflight, float64(idle)/(1<<20), float64(hwm)/(1<<20), maxConns),
+		Extra: fmt.Sprintf("≥ %d model calls in flight at once in every repetition; of the peak, %.1f MiB file-backed (the binary's mapped pages), the rest anonymous (heap, stacks); idle %.1f MiB, VmHWM %.1f MiB; at most %d new connections to the model in a repetition",
+			minInflight, Summarize(files).Median, float64(idle)/(1<<20), float64(hwm)/(1<<20), maxConns),
 		LimitName: "— (absolute)", Goal: fmt.Sprintf("≤ %g MiB", v.goalMiB), Result: AtMost(peak.Median, v.goalMiB),
 	}, nil
 }
