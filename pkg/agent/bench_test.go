@@ -12,23 +12,39 @@ import (
 	"github.com/bubbus/bub/pkg/llm/providers"
 	"github.com/bubbus/bub/pkg/tape"
 	"github.com/bubbus/bub/pkg/tools"
+	"github.com/bubbus/bub/pkg/tools/toolkit"
 )
 
 // BenchmarkRunEcho is one run of the echo model on a fresh memory tape
 // with the AgentPlugins adapter on the bus: "bare" measures the agent loop
 // alone, "recorded" adds the recorder mapping every event to tape entries
-// (CloudEvent encoding included), as a worker does.
+// (CloudEvent encoding included), as a worker does, and "tools" offers
+// the builtin tools of a frozen registry (a worker's) on top of that.
 func BenchmarkRunEcho(b *testing.B) {
 	router, err := providers.NewRouter(llm.Config{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	a := agent.New(router, &tools.Registry{}, agent.Settings{Model: "echo:echo"}, nil, nil)
+	shells, err := toolkit.NewShells()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer shells.Close()
+	builtin := &tools.Registry{}
+	if err := toolkit.Register(builtin, toolkit.Options{Shells: shells}); err != nil {
+		b.Fatal(err)
+	}
+	builtin.Freeze()
 	reg := hooks.New[tape.Store, tape.Context]()
 	ctx := context.Background()
-	for _, recorded := range []bool{false, true} {
-		name := map[bool]string{false: "bare", true: "recorded"}[recorded]
-		b.Run(name, func(b *testing.B) {
+	for _, variant := range []string{"bare", "recorded", "tools"} {
+		registry := &tools.Registry{}
+		if variant == "tools" {
+			registry = builtin
+		}
+		a := agent.New(router, registry, agent.Settings{Model: "echo:echo"}, nil, nil)
+		recorded := variant != "bare"
+		b.Run(variant, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				tt := newTestTape()

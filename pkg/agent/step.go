@@ -132,7 +132,7 @@ func (a *Agent) complete(ctx context.Context, r *Run, step int, req llm.Request,
 	resp, err := a.models.Complete(ctx, llm.Call{
 		Model:           req.Model,
 		Messages:        append([]llm.Message(nil), req.Messages...),
-		Tools:           tools.Schemas(offered),
+		Tools:           a.tools.Schemas(offered),
 		MaxTokens:       req.MaxTokens,
 		ReasoningEffort: r.State.String(bub.StateReasoningEffort),
 	}, func(d llm.Delta) { r.delta(step, d.Kind, d.Text, false) })
@@ -162,6 +162,9 @@ func effectiveNew(req llm.Request, history []llm.Message, n int) []llm.Message {
 // ToolNames, model-facing) still lists: a handler can withdraw tools from
 // a call; a name that was not offered offers nothing.
 func offeredByName(offered []tools.Tool, names []string) []tools.Tool {
+	if slices.EqualFunc(offered, names, func(t tools.Tool, name string) bool { return t.ModelName() == name }) {
+		return offered // the handlers withdrew none
+	}
 	out := offered[:0:0]
 	for _, t := range offered {
 		if slices.Contains(names, t.ModelName()) {
@@ -204,23 +207,15 @@ func (a *Agent) systemPrompt(ctx context.Context, r *Run, prompt llm.Content, of
 // or model-facing names, trimmed, any case); an unknown one is an
 // *tools.UnknownToolsError.
 func (a *Agent) offeredTools(allowed []string) ([]tools.Tool, error) {
-	var ts []tools.Tool
 	if allowed == nil {
-		ts = a.tools.All()
-	} else {
-		names, err := a.tools.ResolveNames(allowed, nil)
-		if err != nil {
-			return nil, err
-		}
-		ts = a.tools.Select(names)
+		return a.tools.Usable(), nil
 	}
-	out := ts[:0:0]
-	for _, t := range ts {
-		if !t.Hidden {
-			out = append(out, t)
-		}
+	names, err := a.tools.ResolveNames(allowed, nil)
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
+	out := a.tools.Select(names)
+	return slices.DeleteFunc(out, func(t tools.Tool) bool { return t.Hidden }), nil
 }
 
 // byModelName indexes tools by model-facing name: the tools a model's call

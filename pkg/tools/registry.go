@@ -34,9 +34,11 @@ type Registry struct {
 	tools  map[string]Tool   // by runtime name
 	models map[string]string // model-facing name → runtime name
 	frozen bool
-	// Set by Freeze: the runtime names of the agent-usable tools, sorted,
-	// and their available-tools block (see Prompt).
-	visible []string
+	// Set by Freeze: the agent-usable tools sorted by runtime name, their
+	// schemas and their available-tools block (see Usable, Schemas and
+	// Prompt).
+	usable  []Tool
+	schemas []llm.ToolSchema
 	prompt  string
 }
 
@@ -86,26 +88,66 @@ func (r *Registry) Freeze() {
 		return
 	}
 	r.frozen = true
-	all := r.sorted()
-	for _, t := range all {
+	r.usable = usable(r.sorted())
+	r.schemas = Schemas(r.usable)
+	r.prompt = RenderPrompt(r.usable)
+}
+
+// usable returns the tools of ts that are not Hidden.
+func usable(ts []Tool) []Tool {
+	out := ts[:0:0]
+	for _, t := range ts {
 		if !t.Hidden {
-			r.visible = append(r.visible, t.Name)
+			out = append(out, t)
 		}
 	}
-	r.prompt = RenderPrompt(all) // which leaves hidden tools out
+	return out
+}
+
+// Usable returns the agent-usable tools (not Hidden) sorted by runtime
+// name: what a step offers unless its run limits the tools. A frozen
+// registry returns the list it made when it froze, shared by every
+// caller, who must not modify its elements.
+func (r *Registry) Usable() []Tool {
+	r.mu.RLock()
+	frozen, ts := r.frozen, r.usable
+	r.mu.RUnlock()
+	if frozen {
+		return ts[:len(ts):len(ts)]
+	}
+	return usable(r.All())
+}
+
+// frozenFor reports whether r is frozen and ts are its agent-usable tools
+// (the usual offer of a step), whose schemas and prompt it made already.
+func (r *Registry) frozenFor(ts []Tool) (ok bool, schemas []llm.ToolSchema, prompt string) {
+	r.mu.RLock()
+	frozen, ust, schemas, prompt := r.frozen, r.usable, r.schemas, r.prompt
+	r.mu.RUnlock()
+	if !frozen || !slices.EqualFunc(ts, ust, func(a, b Tool) bool { return a.Name == b.Name }) {
+		return false, nil, ""
+	}
+	return true, schemas, prompt
 }
 
 // Prompt is [RenderPrompt] of ts. A frozen registry rendered the block of
 // all its agent-usable tools when it froze, and answers with it when ts are
-// those tools (the usual offer of a step), without rendering it again.
+// those tools, without rendering it again.
 func (r *Registry) Prompt(ts []Tool) string {
-	r.mu.RLock()
-	frozen, visible, prompt := r.frozen, r.visible, r.prompt
-	r.mu.RUnlock()
-	if !frozen || !slices.EqualFunc(ts, visible, func(t Tool, name string) bool { return t.Name == name }) {
-		return RenderPrompt(ts)
+	if ok, _, prompt := r.frozenFor(ts); ok {
+		return prompt
 	}
-	return prompt
+	return RenderPrompt(ts)
+}
+
+// Schemas is [Schemas] of ts. A frozen registry made the schemas of all
+// its agent-usable tools when it froze, and answers with them when ts are
+// those tools: shared by every caller, who must not modify them.
+func (r *Registry) Schemas(ts []Tool) []llm.ToolSchema {
+	if ok, schemas, _ := r.frozenFor(ts); ok {
+		return schemas[:len(schemas):len(schemas)]
+	}
+	return Schemas(ts)
 }
 
 // Get returns the tool with the runtime name.

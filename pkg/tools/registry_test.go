@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -135,6 +136,49 @@ func TestPromptOfAFrozenRegistry(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { _ = reg.Prompt(all) }); n != 0 {
 		t.Fatalf("Prompt of every usable tool of a frozen registry allocated %v times per call, want 0 (rendered at Freeze)", n)
+	}
+}
+
+// TestUsableAndSchemasOfAFrozenRegistry: Usable lists the agent-usable
+// tools sorted by runtime name, and Schemas is the package's Schemas of
+// what it is given, before and after Freeze; a frozen registry answers
+// both for all its agent-usable tools from what it made when it froze,
+// without allocating, and a caller appending to either does not change
+// what the next caller gets.
+func TestUsableAndSchemasOfAFrozenRegistry(t *testing.T) {
+	var reg tools.Registry
+	hidden := tool("b.hidden", nil)
+	hidden.Hidden = true
+	reg.MustRegister(tool("c.third", nil), tool("a.first", nil), hidden)
+	names := func(ts []tools.Tool) string {
+		var out []string
+		for _, tl := range ts {
+			out = append(out, tl.Name)
+		}
+		return strings.Join(out, ",")
+	}
+	for _, frozen := range []bool{false, true} {
+		if frozen {
+			reg.Freeze()
+		}
+		all := reg.Usable()
+		if got := names(all); got != "a.first,c.third" {
+			t.Fatalf("frozen %v: Usable = %s, want a.first,c.third", frozen, got)
+		}
+		for _, ts := range [][]tools.Tool{all, all[:1], nil, reg.All()} {
+			if got, want := reg.Schemas(ts), tools.Schemas(ts); !reflect.DeepEqual(got, want) {
+				t.Fatalf("frozen %v: Schemas of %d tools = %+v, want %+v", frozen, len(ts), got, want)
+			}
+		}
+	}
+	all := reg.Usable()
+	_ = append(all, hidden)
+	_ = append(reg.Schemas(all), hidden.Schema())
+	if got := names(reg.Usable()); got != "a.first,c.third" {
+		t.Fatalf("Usable after a caller appended = %s", got)
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = reg.Schemas(reg.Usable()) }); n != 0 {
+		t.Fatalf("Usable and Schemas of a frozen registry allocated %v times per call, want 0 (made at Freeze)", n)
 	}
 }
 
