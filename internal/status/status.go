@@ -250,16 +250,15 @@ func Collect(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, n subje
 // instance goes on with the old one until it connects again.
 func checkMaxPayload(si ServiceInstance, server Server, fail func(string, error)) {
 	have, want := si.MaxPayload, server.MaxPayload
-	switch {
-	case have == 0 || have == want:
+	if have == 0 || have == want {
 		return
-	case have < want:
-		fail("max_payload", fmt.Errorf("%s %s sends messages of at most %d bytes (its server's max_payload when it connected); the server at %s takes %d: restart it to send larger ones",
-			si.Service, si.Instance, have, server.URL, want))
-	default:
-		fail("max_payload", fmt.Errorf("%s %s sends messages of up to %d bytes (its server's max_payload when it connected); the server at %s takes %d and closes the connection of a client that sends more: restart it",
-			si.Service, si.Instance, have, server.URL, want))
 	}
+	todo := "restart it to send larger ones"
+	if have > want {
+		todo = "restart it before it sends more, which makes the server close its connection"
+	}
+	fail("max_payload", fmt.Errorf("%s %s sends messages of at most %d bytes (its server's max_payload when it connected); the server at %s takes %d: %s",
+		si.Service, si.Instance, have, server.URL, want, todo))
 }
 
 // deadLetters counts the DLQ stream's messages by reason (the last
@@ -321,9 +320,9 @@ func runningTurns(ctx context.Context, js jetstream.JetStream, n subjects.Names,
 	}
 }
 
-// discoverInterceptors asks every NATS micro service for its info and
-// stats ($SRV.INFO, $SRV.STATS) and keeps the Bub interceptors: services
-// with endpoints under bub.hook.>.
+// discoverInterceptors asks every NATS micro service for its info
+// ($SRV.INFO) and keeps the Bub interceptors, services with endpoints
+// under bub.hook.>, with their request figures from stats ([microStats]).
 func discoverInterceptors(ctx context.Context, nc *nats.Conn, n subjects.Names, stats map[string]micro.Stats, fail func(string, error)) []Interceptor {
 	hookPrefix := strings.TrimSuffix(n.HookAll(), ">")
 	infos := map[string]micro.Info{}

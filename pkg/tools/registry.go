@@ -93,16 +93,8 @@ func (r *Registry) Freeze() {
 	r.prompt = RenderPrompt(r.usable)
 }
 
-// usable returns the tools of ts that are not Hidden.
-func usable(ts []Tool) []Tool {
-	out := ts[:0:0]
-	for _, t := range ts {
-		if !t.Hidden {
-			out = append(out, t)
-		}
-	}
-	return out
-}
+// usable keeps the tools of ts that are not Hidden, in place.
+func usable(ts []Tool) []Tool { return slices.DeleteFunc(ts, func(t Tool) bool { return t.Hidden }) }
 
 // Usable returns the agent-usable tools (not Hidden) sorted by runtime
 // name: what a step offers unless its run limits the tools. A frozen
