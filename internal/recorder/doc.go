@@ -20,8 +20,11 @@
 // without a seq. One of a run with a seq keeps its place in the run, as an
 // unknown one does, so the run is recorded without it at once instead of
 // held (and the session's events watermark with it) until Config.IdleRun
-// and then recorded as interrupted (a run whose RunFinished itself is
-// dead-lettered still is: nothing else says where it ends).
+// and then recorded as interrupted. A dead-lettered RunFinished or
+// CommandFinished still ends its run (its type and seq say where): the run
+// is recorded without it and, its status unknown, claims no envelope. A
+// dead-lettered event holds no message: the sweep that keeps a held run's
+// events alive steps over it.
 //
 // A run whose commit the server refuses as larger than its max_payload
 // (nats.ErrMaxPayload: the limit was lowered after its events were

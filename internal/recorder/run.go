@@ -92,7 +92,7 @@ type item struct {
 	seq     int64
 	stream  uint64
 	batch   taperec.Batch
-	msg     jetstream.Msg
+	msg     jetstream.Msg // nil for a dead-lettered event (acknowledged then)
 	payload any
 }
 
@@ -223,6 +223,13 @@ func (l *lane) handle(ctx context.Context, msg jetstream.Msg) {
 				rn.answering(*p.Metadata)
 			}
 		}
+	case nil:
+		if t := ev.Type(); t == events.TypeRunFinished || t == events.TypeCommandFinished {
+			// A dead-lettered end still ends its run, which is recorded
+			// without it (its status unknown: it claims no envelope)
+			// instead of held for IdleRun with the session's watermark.
+			rn.finished, rn.end = seq, md.Sequence.Stream
+		}
 	}
 	if rn.complete() {
 		l.commit(ctx, rn)
@@ -245,6 +252,16 @@ func (l *lane) duplicate(ctx context.Context, session string, stream uint64, msg
 		return
 	}
 	_ = msg.Ack()
+}
+
+// duplicates acknowledges every held event of rn as a late copy (see
+// [lane.duplicate]); a dead-lettered one holds no message.
+func (l *lane) duplicates(ctx context.Context, rn *run) {
+	for _, it := range rn.items {
+		if it.msg != nil {
+			l.duplicate(ctx, rn.session, it.stream, it.msg)
+		}
+	}
 }
 
 // watermark moves session's events watermark to stream sequence at, the
@@ -369,9 +386,7 @@ func (l *lane) dropOrphans(ctx context.Context, rn *run) {
 		if id == rn.id || other.session != rn.session || !other.onlyBootstrap(at) {
 			continue
 		}
-		for _, it := range other.items {
-			l.duplicate(ctx, other.session, it.stream, it.msg)
-		}
+		l.duplicates(ctx, other)
 		delete(l.runs, id)
 		l.done.put(id, true)
 		l.r.log.Info("recorder.orphan_dropped", "run", id, "session", other.session, "events", len(other.items), "rerun", rn.id)
@@ -396,9 +411,7 @@ func (rn *run) onlyBootstrap(at uint64) bool {
 // later ones are taken as duplicates.
 func (l *lane) resumed(ctx context.Context, rn *run, id string) {
 	if other := l.runs[id]; other != nil {
-		for _, it := range other.items {
-			l.duplicate(ctx, other.session, it.stream, it.msg)
-		}
+		l.duplicates(ctx, other)
 		delete(l.runs, id)
 	}
 	l.done.put(id, true)
@@ -422,8 +435,8 @@ func (l *lane) sweep(ctx context.Context) {
 			delete(l.runs, id)
 			continue
 		}
-		for _, it := range rn.items {
-			_ = it.msg.InProgress()
+		for _, m := range rn.heldMsgs() {
+			_ = m.InProgress()
 		}
 	}
 }
@@ -433,9 +446,7 @@ func (l *lane) sweep(ctx context.Context) {
 // partial turn enters later context.
 func (l *lane) interrupt(ctx context.Context, rn *run, reason string, detail map[string]any) {
 	if l.committed(ctx, rn) {
-		for _, it := range rn.items {
-			l.duplicate(ctx, rn.session, it.stream, it.msg)
-		}
+		l.duplicates(ctx, rn)
 		return
 	}
 	data := map[string]any{"run_id": rn.id, "reason": reason, "events": len(rn.items)}

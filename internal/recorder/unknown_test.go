@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -134,4 +135,51 @@ func TestWrongTypedResetIsDeadLettered(t *testing.T) {
 		t.Fatalf("tape = %s\nwant  %s", got, want)
 	}
 	f.wantDeadLetter(t, dlq.ReasonInvalid, "archive")
+}
+
+// TestDeadLetteredRunEndStillEndsItsRun: a run.finished whose data does
+// not decode is dead-lettered as invalid, and it still ends its run: the
+// run is recorded at once without it (the default IdleRun, ten minutes,
+// would outlast the test), so the session's events watermark passes it
+// and the session's next turn waits for nothing.
+func TestDeadLetteredRunEndStillEndsItsRun(t *testing.T) {
+	f := setup(t)
+	f.startRecorder(t, recorder.Config{})
+	r := newRun("s14", "env-14", 1, "hi", "hello")
+	f.publish(t, r, []int{0, 1, 2, 3}, map[int]string{}, false)
+	end := `{"specversion":"1.0","id":"end-14","source":"/x","type":"` + events.TypeRunFinished + `","subject":"s14","runid":"` + r.id +
+		`","seq":5,"datacontenttype":"application/json","data":{"status":7}}`
+	if _, err := f.js.Publish(t.Context(), f.names.Event("s14", events.SubjectName(events.TypeRunFinished)), []byte(end)); err != nil {
+		t.Fatal(err)
+	}
+	want := strings.TrimSuffix(oneRun, " event:loop.finish")
+	if got := kinds(f.settled(t, "s14")); got != want {
+		t.Fatalf("tape = %s\nwant  %s", got, want)
+	}
+	f.wantDeadLetter(t, dlq.ReasonInvalid, "status")
+}
+
+// TestHeldRunWithADeadLetteredEventOutlivesSweeps: a run still running
+// (its model or a tool is slow) holds its events, and the recorder keeps
+// them alive at every sweep; a dead-lettered event of it holds no
+// message, and the sweeps step over it until the run ends and is
+// recorded without it.
+func TestHeldRunWithADeadLetteredEventOutlivesSweeps(t *testing.T) {
+	f := setup(t)
+	f.startRecorder(t, recorder.Config{Sweep: 5 * time.Millisecond})
+	r := newRun("s15", "env-15", 1, "hi", "hello")
+	bad := &events.TapeEventRecorded{Meta: events.Meta{RunID: r.id, SessionID: r.session}, Name: taperec.EventHandoff,
+		Data: map[string]any{"name": "phase-1", "state": "not an object"}}
+	r.list = slices.Insert(r.list, 1, events.Event(bad))
+	f.publish(t, r, []int{0, 1}, map[int]string{}, false)
+	f.wantDeadLetter(t, dlq.ReasonInvalid, "state")
+	f.waitRecorderConsumer(t, 5*time.Second, func(info *jetstream.ConsumerInfo) (bool, string) {
+		return info.NumAckPending == 1 && info.NumPending == 0,
+			fmt.Sprintf("ack pending %d, pending %d; want run.started held and the dead letter acked", info.NumAckPending, info.NumPending)
+	})
+	time.Sleep(100 * time.Millisecond) // about 20 sweeps of the held run
+	f.publish(t, r, []int{2, 3, 4, 5}, map[int]string{}, false)
+	if got := kinds(f.settled(t, "s15")); got != oneRun {
+		t.Fatalf("tape = %s\nwant  %s", got, oneRun)
+	}
 }
