@@ -1,7 +1,6 @@
 package tape
 
 import (
-	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -34,7 +33,13 @@ func appendJSON(b []byte, v any) []byte {
 		return strconv.AppendInt(b, v, 10)
 	case map[string]any:
 		b = append(b, '{')
-		for i, k := range slices.Sorted(maps.Keys(v)) {
+		var small [16]string // an entry's maps are small: keys sorted without an allocation
+		keys := small[:0]
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for i, k := range keys {
 			if i > 0 {
 				b = append(b, ", "...)
 			}
