@@ -26,6 +26,13 @@
 // dead-lettered event holds no message: the sweep that keeps a held run's
 // events alive steps over it.
 //
+// The session's events watermark passes every stored copy of a committed
+// run's events: a redelivery, a copy stored twice (published again outside
+// the dedupe window) and a dead-lettered copy, whether it comes before the
+// commit (held with the run, no entries) or after it. A turn waits for the
+// newest copy of its session's last run end, which would otherwise hold it
+// for the read-your-writes bound.
+//
 // A run whose commit the server refuses as larger than its max_payload
 // (nats.ErrMaxPayload: the limit was lowered after its events were
 // stored, or an event left less than events.EntryReserve of it) would

@@ -135,10 +135,17 @@ func (f *fixture) settled(t *testing.T, session string) []tape.Entry {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return f.settledAt(t, session, info.State.LastSeq)
+}
+
+// settledAt waits until session's committed events watermark reaches
+// events-stream sequence seq and returns the tape.
+func (f *fixture) settledAt(t *testing.T, session string, seq uint64) []tape.Entry {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	if _, err := f.store.WaitWatermark(ctx, session, taperec.WatermarkEvents, info.State.LastSeq); err != nil {
-		t.Fatalf("recorder did not commit up to %d: %v", info.State.LastSeq, err)
+	if _, err := f.store.WaitWatermark(ctx, session, taperec.WatermarkEvents, seq); err != nil {
+		t.Fatalf("recorder did not commit up to %d: %v", seq, err)
 	}
 	entries, err := f.store.Fetch(context.Background(), session, tape.All())
 	if err != nil {

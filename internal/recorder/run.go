@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	ce "github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -179,9 +178,7 @@ func (l *lane) handle(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 	if done, _ := l.done.get(runID); done {
-		if msg != nil {
-			l.duplicate(ctx, session, md.Sequence.Stream, msg)
-		}
+		l.duplicate(ctx, session, md.Sequence.Stream, msg)
 		return
 	}
 	rn := l.runs[runID]
@@ -191,9 +188,7 @@ func (l *lane) handle(ctx context.Context, msg jetstream.Msg) {
 	}
 	rn.last = time.Now()
 	if rn.seen[ev.ID()] {
-		if msg != nil {
-			l.replaceHandle(rn, ev, msg)
-		}
+		rn.another(item{seq: seq, stream: md.Sequence.Stream, msg: msg, payload: payload})
 		return
 	}
 	rn.seen[ev.ID()] = true
@@ -244,23 +239,28 @@ func (rn *run) answering(a events.Answers) {
 }
 
 // duplicate acknowledges a late copy of an event of a committed run and
-// moves the events watermark to it (see [lane.watermark]).
+// moves the events watermark to it (see [lane.watermark]). A
+// dead-lettered copy (msg nil) was acknowledged then: only the watermark
+// moves.
 func (l *lane) duplicate(ctx context.Context, session string, stream uint64, msg jetstream.Msg) {
-	if _, err := l.r.store.Append(ctx, session, nil, l.watermark(session, stream, nil)); err != nil {
+	_, err := l.r.store.Append(ctx, session, nil, l.watermark(session, stream, nil))
+	if err != nil {
 		l.r.log.Warn("recorder.watermark_failed", "session", session, "err", err)
-		_ = msg.NakWithDelay(time.Second)
-		return
 	}
-	_ = msg.Ack()
+	switch {
+	case msg == nil:
+	case err != nil:
+		_ = msg.NakWithDelay(time.Second)
+	default:
+		_ = msg.Ack()
+	}
 }
 
 // duplicates acknowledges every held event of rn as a late copy (see
-// [lane.duplicate]); a dead-lettered one holds no message.
+// [lane.duplicate]).
 func (l *lane) duplicates(ctx context.Context, rn *run) {
 	for _, it := range rn.items {
-		if it.msg != nil {
-			l.duplicate(ctx, rn.session, it.stream, it.msg)
-		}
+		l.duplicate(ctx, rn.session, it.stream, it.msg)
 	}
 }
 
@@ -317,17 +317,21 @@ func (l *lane) handBack() {
 	}
 }
 
-// replaceHandle keeps the newest delivery of a redelivered event (acking
-// either acknowledges the message; a copy stored twice is acked at once).
-func (l *lane) replaceHandle(rn *run, ev ce.Event, msg jetstream.Msg) {
-	md, _ := msg.Metadata()
+// another takes another delivery of an event the run holds: a
+// redelivery of the same stored message replaces the held handle (acking
+// either acknowledges it); a copy stored twice (outside the dedupe
+// window) or dead-lettered is held too, with no entries, so that the
+// run's commit acknowledges it and moves the session's events watermark
+// past it (the newest copy of a run's end is what the session's next
+// turn waits for).
+func (rn *run) another(c item) {
 	for i := range rn.items {
-		if rn.items[i].stream == md.Sequence.Stream {
-			rn.items[i].msg = msg
+		if c.msg != nil && rn.items[i].stream == c.stream {
+			rn.items[i].msg = c.msg
 			return
 		}
 	}
-	_ = msg.Ack() // the same event stored twice (outside the dedupe window)
+	rn.items = append(rn.items, c)
 }
 
 // supersede records, as interrupted, every other open run that answers the
