@@ -26,6 +26,13 @@
 // dead-lettered event holds no message: the sweep that keeps a held run's
 // events alive steps over it.
 //
+// A complete run whose commit fails (the tape's stream has no leader, a
+// timeout) stays held and is committed again every second, its events
+// kept alive: its end keeps the session's events watermark below it, so
+// no commit of a later run of the session lets a turn read a tape without
+// it, and its own commit then moves the watermark past every run
+// committed meanwhile.
+//
 // The session's events watermark passes every stored copy of a committed
 // run's events: a redelivery, a copy stored twice (published again outside
 // the dedupe window) and a dead-lettered copy, whether it comes before the

@@ -33,6 +33,10 @@ type lane struct {
 	// answered remembers the run that committed each recently answered
 	// envelope, so a stale run of it is recognised.
 	answered recent[string]
+	// behind is, by session, the events watermark a commit could not
+	// write because a held run of the session ended below it (see
+	// [lane.watermark]); the session's next watermark write takes it.
+	behind map[string]uint64
 }
 
 // maxDone bounds a [recent].
@@ -84,7 +88,15 @@ type run struct {
 	// that was not cancelled): it answered its envelope, and a later run of
 	// the same envelope is a redundant rerun.
 	answers bool
+	// retry is set when the complete run's commit failed: it stays held,
+	// its end holding the session's watermark below it, and is committed
+	// again every [retryEvery].
+	retry bool
 }
+
+// retryEvery is how often a lane commits again the runs whose commit
+// failed.
+const retryEvery = time.Second
 
 // item is one buffered event.
 type item struct {
@@ -98,6 +110,8 @@ type item struct {
 func (l *lane) loop(ctx context.Context) {
 	sweep := time.NewTicker(l.r.cfg.Sweep)
 	defer sweep.Stop()
+	retry := time.NewTicker(retryEvery)
+	defer retry.Stop()
 	for {
 		select {
 		case msg, ok := <-l.in:
@@ -108,6 +122,12 @@ func (l *lane) loop(ctx context.Context) {
 			l.handle(ctx, msg)
 		case <-sweep.C:
 			l.sweep(ctx)
+		case <-retry.C:
+			for _, rn := range l.runs {
+				if rn.retry {
+					l.commitRun(ctx, rn)
+				}
+			}
 		}
 	}
 }
@@ -171,14 +191,16 @@ func (l *lane) handle(ctx context.Context, msg jetstream.Msg) {
 	if runID == "" {
 		if len(batch.Entries) > 0 || batch.Reset {
 			one := &run{id: ev.ID(), session: session, items: []item{{stream: md.Sequence.Stream, batch: batch, msg: msg}}}
-			l.commit(ctx, one)
+			if l.commit(ctx, one) != nil {
+				nak(one.heldMsgs())
+			}
 			return
 		}
 		_ = msg.Ack()
 		return
 	}
 	if done, _ := l.done.get(runID); done {
-		l.duplicate(ctx, session, md.Sequence.Stream, msg)
+		l.duplicate(ctx, session, md.Sequence.Stream, msg, nil)
 		return
 	}
 	rn := l.runs[runID]
@@ -227,8 +249,26 @@ func (l *lane) handle(ctx context.Context, msg jetstream.Msg) {
 		}
 	}
 	if rn.complete() {
-		l.commit(ctx, rn)
-		delete(l.runs, runID)
+		l.commitRun(ctx, rn)
+	}
+}
+
+// commitRun commits the complete run rn and forgets it; when the commit
+// fails, rn stays held for a retry, so that no commit of another run of
+// its session moves the events watermark past rn's end while rn is not
+// on the tape.
+func (l *lane) commitRun(ctx context.Context, rn *run) {
+	if l.commit(ctx, rn) != nil {
+		rn.retry = true
+		return
+	}
+	delete(l.runs, rn.id)
+}
+
+// nak hands msgs back for redelivery after a second.
+func nak(msgs []jetstream.Msg) {
+	for _, m := range msgs {
+		_ = m.NakWithDelay(time.Second)
 	}
 }
 
@@ -242,8 +282,8 @@ func (rn *run) answering(a events.Answers) {
 // moves the events watermark to it (see [lane.watermark]). A
 // dead-lettered copy (msg nil) was acknowledged then: only the watermark
 // moves.
-func (l *lane) duplicate(ctx context.Context, session string, stream uint64, msg jetstream.Msg) {
-	_, err := l.r.store.Append(ctx, session, nil, l.watermark(session, stream, nil))
+func (l *lane) duplicate(ctx context.Context, session string, stream uint64, msg jetstream.Msg, self *run) {
+	err := l.appendAt(ctx, session, nil, stream, self)
 	if err != nil {
 		l.r.log.Warn("recorder.watermark_failed", "session", session, "err", err)
 	}
@@ -257,10 +297,10 @@ func (l *lane) duplicate(ctx context.Context, session string, stream uint64, msg
 }
 
 // duplicates acknowledges every held event of rn as a late copy (see
-// [lane.duplicate]).
+// [lane.duplicate]): rn's own end does not hold the watermark back.
 func (l *lane) duplicates(ctx context.Context, rn *run) {
 	for _, it := range rn.items {
-		l.duplicate(ctx, rn.session, it.stream, it.msg)
+		l.duplicate(ctx, rn.session, it.stream, it.msg, rn)
 	}
 }
 
@@ -274,14 +314,38 @@ func (l *lane) duplicates(ctx context.Context, rn *run) {
 // of its session's newest finished run, and so finds every finished run
 // on the tape (read-your-writes, internal/worker). The lane sees a
 // session's events in stream order, so every run that finished before at
-// is committed or held here.
-func (l *lane) watermark(session string, at uint64, rn *run) tape.AppendOption {
+// is committed or held here. What a held run kept the watermark from
+// (l.behind) is taken by the session's next watermark write, so that
+// committing the held run moves it past every run committed meanwhile.
+func (l *lane) watermark(session string, at uint64, rn *run) (tape.AppendOption, uint64) {
+	at = max(at, l.behind[session])
+	want := at
 	for _, other := range l.runs {
 		if other != rn && other.session == session && other.end != 0 && other.end <= at {
 			at = other.end - 1
 		}
 	}
-	return tape.WithWatermark(taperec.WatermarkEvents, at)
+	if at < want {
+		if l.behind == nil {
+			l.behind = map[string]uint64{}
+		}
+		l.behind[session] = want
+	}
+	return tape.WithWatermark(taperec.WatermarkEvents, at), at
+}
+
+// appendAt appends entries to session's tape (with opts) and moves its
+// events watermark to at, the newest event of rn's commit (see
+// [lane.watermark]).
+func (l *lane) appendAt(ctx context.Context, session string, entries []tape.Entry, at uint64, rn *run, opts ...tape.AppendOption) error {
+	wm, w := l.watermark(session, at, rn)
+	if _, err := l.r.store.Append(ctx, session, entries, append(opts, wm)...); err != nil {
+		return err
+	}
+	if w >= l.behind[session] {
+		delete(l.behind, session)
+	}
+	return nil
 }
 
 // complete reports whether the run finished and every event up to its
@@ -434,7 +498,7 @@ func newer(a, b *run) bool {
 // sweep keeps held events alive and interrupts idle runs.
 func (l *lane) sweep(ctx context.Context) {
 	for id, rn := range l.runs {
-		if time.Since(rn.last) > l.r.cfg.IdleRun {
+		if !rn.retry && time.Since(rn.last) > l.r.cfg.IdleRun {
 			l.interrupt(ctx, rn, "timeout", nil)
 			delete(l.runs, id)
 			continue
@@ -464,7 +528,9 @@ func (l *lane) interrupt(ctx context.Context, rn *run, reason string, detail map
 	rn.items = []item{{stream: stream, batch: taperec.Batch{Entries: []tape.Entry{e}}, msg: nil}}
 	rn.interrupted = true
 	l.r.log.Warn("recorder.run_interrupted", "run", rn.id, "session", rn.session, "reason", reason)
-	l.commitWith(ctx, rn, msgs)
+	if l.commitWith(ctx, rn, msgs) != nil {
+		nak(msgs)
+	}
 }
 
 // supersededBy is the detail of a run interrupted because run id answers
@@ -496,12 +562,15 @@ func (rn *run) heldMsgs() []jetstream.Msg {
 	return out
 }
 
-func (l *lane) commit(ctx context.Context, rn *run) { l.commitWith(ctx, rn, rn.heldMsgs()) }
+func (l *lane) commit(ctx context.Context, rn *run) error {
+	return l.commitWith(ctx, rn, rn.heldMsgs())
+}
 
 // commitWith appends the run's entries to its tape in one idempotent batch
-// (commit id = run id) with the watermarks, then acknowledges msgs. On
-// failure the messages are handed back for redelivery.
-func (l *lane) commitWith(ctx context.Context, rn *run, msgs []jetstream.Msg) {
+// (commit id = run id) with the watermarks, then acknowledges msgs. It
+// returns the error of a commit that may succeed when tried again; msgs
+// are then the caller's to retry or hand back.
+func (l *lane) commitWith(ctx context.Context, rn *run, msgs []jetstream.Msg) error {
 	slices.SortStableFunc(rn.items, func(a, b item) int { return int(a.seq - b.seq) })
 	var entries []tape.Entry
 	var reset, archive bool
@@ -518,10 +587,9 @@ func (l *lane) commitWith(ctx context.Context, rn *run, msgs []jetstream.Msg) {
 	defer span.End()
 	other, ix, dup := l.envelopeCommitted(ctx, rn)
 	if dup {
-		l.skipRerun(ctx, rn, other, stream, msgs)
-		return
+		return l.skipRerun(ctx, rn, other, stream, msgs)
 	}
-	opts := []tape.AppendOption{tape.WithCommitID(rn.commitID()), l.watermark(rn.session, stream, rn)}
+	opts := []tape.AppendOption{tape.WithCommitID(rn.commitID())}
 	if ix != nil && !archive {
 		opts = append(opts, tape.WithIndex(*ix)) // archiving changes the tape first
 	}
@@ -534,7 +602,7 @@ func (l *lane) commitWith(ctx context.Context, rn *run, msgs []jetstream.Msg) {
 	}
 	if err == nil {
 		// Before the append moves the watermarks: a turn that waited for
-		// them reads these switches (a failed append is redelivered and
+		// them reads these switches (a failed append is retried and
 		// saves them again).
 		err = l.saveSwitches(ctx, rn.session, entries, reset)
 	}
@@ -542,7 +610,7 @@ func (l *lane) commitWith(ctx context.Context, rn *run, msgs []jetstream.Msg) {
 		if reset {
 			opts = append(opts, tape.WithReset())
 		}
-		_, err = l.r.store.Append(ctx, rn.session, entries, opts...)
+		err = l.appendAt(ctx, rn.session, entries, stream, rn, opts...)
 	}
 	if err != nil {
 		telemetry.Fail(span, err)
@@ -556,13 +624,10 @@ func (l *lane) commitWith(ctx context.Context, rn *run, msgs []jetstream.Msg) {
 			// events stay in the events stream.
 			l.r.log.Error("recorder.run_too_large", "run", rn.id, "session", rn.session, "err", err)
 			l.interrupt(ctx, rn, "payload_too_large", map[string]any{"error": err.Error()})
-			return
+			return nil
 		}
 		l.r.log.Error("recorder.commit_failed", "run", rn.id, "session", rn.session, "err", err)
-		for _, m := range msgs {
-			_ = m.NakWithDelay(time.Second)
-		}
-		return
+		return err
 	}
 	for _, m := range msgs {
 		_ = m.Ack()
@@ -571,6 +636,7 @@ func (l *lane) commitWith(ctx context.Context, rn *run, msgs []jetstream.Msg) {
 	if rn.envelope != "" && !rn.interrupted && rn.answers {
 		l.answered.put(rn.envelope, rn.id)
 	}
+	return nil
 }
 
 // archive copies the tape before a reset and returns where to.
@@ -694,17 +760,15 @@ func (l *lane) envelopeCommitted(ctx context.Context, rn *run) (string, *tape.In
 // skipRerun acknowledges the events of a second finished run of an
 // envelope without recording it again (a redelivered envelope never
 // yields a duplicate turn on the tape); the watermarks still move.
-func (l *lane) skipRerun(ctx context.Context, rn *run, first string, stream uint64, msgs []jetstream.Msg) {
-	if _, err := l.r.store.Append(ctx, rn.session, nil, l.watermark(rn.session, stream, rn)); err != nil {
+func (l *lane) skipRerun(ctx context.Context, rn *run, first string, stream uint64, msgs []jetstream.Msg) error {
+	if err := l.appendAt(ctx, rn.session, nil, stream, rn); err != nil {
 		l.r.log.Error("recorder.commit_failed", "run", rn.id, "session", rn.session, "err", err)
-		for _, m := range msgs {
-			_ = m.NakWithDelay(time.Second)
-		}
-		return
+		return err
 	}
 	l.r.log.Warn("recorder.rerun_skipped", "run", rn.id, "first_run", first, "envelope", rn.envelope, "session", rn.session)
 	for _, m := range msgs {
 		_ = m.Ack()
 	}
 	l.done.put(rn.id, true)
+	return nil
 }
