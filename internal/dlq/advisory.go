@@ -72,12 +72,9 @@ func (w *Writer) deadLetterStored(ctx context.Context, stream string, adv maxDel
 		return err
 	}
 	cause := fmt.Errorf("delivered %d times without being acknowledged (the last delivery's worker died)", adv.Deliveries)
-	err = w.publish(ctx, raw.Subject, raw.Header, raw.Data, ReasonMaxDelivered, cause, map[string]string{
-		subjects.HeaderMsgID:         stream + "-" + strconv.FormatUint(adv.StreamSeq, 10),
-		subjects.HeaderDLQStream:     stream,
-		subjects.HeaderDLQSeq:        strconv.FormatUint(adv.StreamSeq, 10),
-		subjects.HeaderDLQDeliveries: strconv.FormatUint(adv.Deliveries, 10),
-	})
+	extra := storedCopy(stream, adv.StreamSeq)
+	extra[subjects.HeaderDLQDeliveries] = strconv.FormatUint(adv.Deliveries, 10)
+	err = w.publish(ctx, raw.Subject, raw.Header, raw.Data, ReasonMaxDelivered, cause, extra)
 	if err != nil {
 		return err
 	}

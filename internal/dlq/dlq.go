@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -55,6 +56,35 @@ func (w *Writer) Reject(ctx context.Context, msg jetstream.Msg, reason string, c
 	}
 	w.log.Warn("dlq.rejected", "subject", msg.Subject(), "reason", reason, "err", cause)
 	return msg.TermWithReason(reason)
+}
+
+// Hold copies msg to bub.dlq.<reason> like [Writer.Reject] but leaves msg
+// to the caller, who acknowledges it later (the recorder, once the run it
+// belongs to is committed). The copy's Nats-Msg-Id is derived from msg's
+// stream sequence, so a redelivery of msg (the caller restarted before
+// acknowledging it) is dead-lettered once, within the dead-letter
+// stream's dedupe window.
+func (w *Writer) Hold(ctx context.Context, msg jetstream.Msg, reason string, cause error) error {
+	md, err := msg.Metadata()
+	if err != nil {
+		return err
+	}
+	if err := w.publish(ctx, msg.Subject(), msg.Headers(), msg.Data(), reason, cause, storedCopy(md.Stream, md.Sequence.Stream)); err != nil {
+		return err
+	}
+	w.log.Warn("dlq.rejected", "subject", msg.Subject(), "reason", reason, "err", cause)
+	return nil
+}
+
+// storedCopy are the headers of the dead letter of stream message seq:
+// where it comes from, and a Nats-Msg-Id derived from that.
+func storedCopy(stream string, seq uint64) map[string]string {
+	n := strconv.FormatUint(seq, 10)
+	return map[string]string{
+		subjects.HeaderMsgID:     stream + "-" + n,
+		subjects.HeaderDLQStream: stream,
+		subjects.HeaderDLQSeq:    n,
+	}
 }
 
 // Copy publishes a dead letter.

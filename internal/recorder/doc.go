@@ -23,8 +23,10 @@
 // and then recorded as interrupted. A dead-lettered RunFinished or
 // CommandFinished still ends its run (its type and seq say where): the run
 // is recorded without it and, its status unknown, claims no envelope. A
-// dead-lettered event holds no message: the sweep that keeps a held run's
-// events alive steps over it.
+// dead-lettered event of a run is held with the run and acknowledged with
+// its commit, so a recorder that restarts meanwhile gets it again; its
+// dead letter's id is its stream sequence (dlq.Writer.Hold), so it is
+// stored once.
 //
 // A complete run whose commit fails (the tape's stream has no leader, a
 // timeout) stays held and is committed again every second, its events

@@ -57,8 +57,14 @@ func setupOn(t *testing.T, s *natstest.Server) *fixture {
 // startRecorder runs a recorder until the returned stop is called.
 func (f *fixture) startRecorder(t *testing.T, cfg recorder.Config) (stop func()) {
 	t.Helper()
+	return f.startRecorderOn(t, cfg, f.store)
+}
+
+// startRecorderOn is [fixture.startRecorder] writing to store.
+func (f *fixture) startRecorderOn(t *testing.T, cfg recorder.Config, store recorder.Store) (stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	r := recorder.New(cfg, f.js, f.names, f.store, f.state, slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	r := recorder.New(cfg, f.js, f.names, store, f.state, slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		if err := r.Run(ctx); err != nil {

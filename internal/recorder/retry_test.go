@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -38,20 +36,6 @@ func (s *failingStore) Append(ctx context.Context, name string, entries []tape.E
 		}
 	}
 	return s.JetStreamStore.Append(ctx, name, entries, opts...)
-}
-
-// startRecorderOn runs a recorder on store until the test ends.
-func (f *fixture) startRecorderOn(t *testing.T, cfg recorder.Config, store recorder.Store) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	r := recorder.New(cfg, f.js, f.names, store, f.state, slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := r.Run(ctx); err != nil {
-			t.Errorf("recorder: %v", err)
-		}
-	})
-	t.Cleanup(func() { cancel(); wg.Wait() })
 }
 
 // eventsWatermark reads session's committed events watermark.

@@ -103,7 +103,7 @@ type item struct {
 	seq     int64
 	stream  uint64
 	batch   taperec.Batch
-	msg     jetstream.Msg // nil for a dead-lettered event (acknowledged then)
+	msg     jetstream.Msg // nil for the marker of an interrupted run
 	payload any
 }
 
@@ -177,14 +177,22 @@ func (l *lane) handle(ctx context.Context, msg jetstream.Msg) {
 		invalid = fmt.Errorf("event of run %q with seq %d, not 1 or more", runID, seq)
 	}
 	if invalid != nil {
-		if !l.reject(ctx, msg, dlq.ReasonInvalid, invalid) || runID == "" || seq < 1 {
+		if runID == "" || seq < 1 {
+			l.reject(ctx, msg, dlq.ReasonInvalid, invalid)
 			return
 		}
-		// Dead-lettered, it still takes its place in its run, with no
-		// entries, so that the run completes and is recorded without it
-		// instead of being held for IdleRun (and the session's events
-		// watermark with it) and then recorded as interrupted.
-		payload, msg = nil, nil
+		// Dead-lettered, it still takes its place in its run, held with
+		// no entries and acknowledged with the run's commit, so that the
+		// run completes and is recorded without it (also by a recorder
+		// that restarts meanwhile: it gets the event again) instead of
+		// being held for IdleRun (and the session's events watermark with
+		// it) and then recorded as interrupted.
+		if err := l.r.dlq.Hold(ctx, msg, dlq.ReasonInvalid, invalid); err != nil {
+			l.r.log.Error("recorder.dlq_failed", "err", err)
+			_ = msg.NakWithDelay(time.Second)
+			return
+		}
+		payload = nil
 	}
 	l.r.log.Debug("recorder.event", "type", ev.Type(), "run", runID, "seq", seq, "stream", md.Sequence.Stream, "delivered", md.NumDelivered)
 	batch := taperec.Map(payload, runID, ev.Time())
@@ -712,14 +720,12 @@ func (l *lane) saveSwitches(ctx context.Context, session string, entries []tape.
 	return err
 }
 
-// reject dead-letters msg and reports whether it is: when not, it stays
-// unacknowledged and comes again.
-func (l *lane) reject(ctx context.Context, msg jetstream.Msg, reason string, err error) (ok bool) {
+// reject dead-letters msg; when it cannot, msg stays unacknowledged and
+// comes again.
+func (l *lane) reject(ctx context.Context, msg jetstream.Msg, reason string, err error) {
 	if derr := l.r.dlq.Reject(ctx, msg, reason, err); derr != nil {
 		l.r.log.Error("recorder.dlq_failed", "err", derr)
-		return false
 	}
-	return true
 }
 
 // commitID is the tape commit id of a run: its run id, plus "@<envelope

@@ -160,10 +160,9 @@ func TestDeadLetteredRunEndStillEndsItsRun(t *testing.T) {
 }
 
 // TestHeldRunWithADeadLetteredEventOutlivesSweeps: a run still running
-// (its model or a tool is slow) holds its events, and the recorder keeps
-// them alive at every sweep; a dead-lettered event of it holds no
-// message, and the sweeps step over it until the run ends and is
-// recorded without it.
+// (its model or a tool is slow) holds its events, the dead-lettered one
+// too, and the recorder keeps them alive at every sweep until the run
+// ends and is recorded without it.
 func TestHeldRunWithADeadLetteredEventOutlivesSweeps(t *testing.T) {
 	f := setup(t)
 	f.startRecorder(t, recorder.Config{Sweep: 5 * time.Millisecond})
@@ -174,12 +173,53 @@ func TestHeldRunWithADeadLetteredEventOutlivesSweeps(t *testing.T) {
 	f.publish(t, r, []int{0, 1}, map[int]string{}, false)
 	f.wantDeadLetter(t, dlq.ReasonInvalid, "state")
 	f.waitRecorderConsumer(t, 5*time.Second, func(info *jetstream.ConsumerInfo) (bool, string) {
-		return info.NumAckPending == 1 && info.NumPending == 0,
-			fmt.Sprintf("ack pending %d, pending %d; want run.started held and the dead letter acked", info.NumAckPending, info.NumPending)
+		return info.NumAckPending == 2 && info.NumPending == 0,
+			fmt.Sprintf("ack pending %d, pending %d; want run.started and the dead-lettered event held", info.NumAckPending, info.NumPending)
 	})
 	time.Sleep(100 * time.Millisecond) // about 20 sweeps of the held run
 	f.publish(t, r, []int{2, 3, 4, 5}, map[int]string{}, false)
 	if got := kinds(f.settled(t, "s15")); got != oneRun {
 		t.Fatalf("tape = %s\nwant  %s", got, oneRun)
+	}
+}
+
+// TestDeadLetteredEventOfAHeldRunSurvivesARestart: a run's event is
+// dead-lettered while the run is held, and the recorder restarts before
+// the run ends (a deploy). The dead-lettered event was held with the run,
+// not acknowledged: the next recorder gets it again, dead-letters it
+// again (stored once: its dead letter's id is its stream sequence) and
+// records the run without it at once, instead of holding the run (and
+// the session's watermark) for IdleRun and recording it as interrupted.
+func TestDeadLetteredEventOfAHeldRunSurvivesARestart(t *testing.T) {
+	f := setup(t)
+	stop := f.startRecorder(t, recorder.Config{})
+	r := newRun("s16", "env-16", 1, "hi", "hello")
+	ids := map[int]string{}
+	f.publishOne(t, r, 0, ids, false)
+	f.publishOne(t, r, 1, ids, true) // step.started, its data corrupt
+	f.wantDeadLetter(t, dlq.ReasonInvalid, "")
+	f.waitRecorderConsumer(t, 5*time.Second, func(info *jetstream.ConsumerInfo) (bool, string) {
+		return info.NumAckPending == 2 && info.NumPending == 0,
+			fmt.Sprintf("ack pending %d, pending %d; want run.started and the dead-lettered event held", info.NumAckPending, info.NumPending)
+	})
+	stop()
+	f.startRecorder(t, recorder.Config{})
+	for _, i := range []int{2, 3, 4} {
+		f.publishOne(t, r, i, ids, false)
+	}
+	want := strings.Join([]string{runKinds[0], runKinds[2], runKinds[3], runKinds[4]}, " ")
+	if got := kinds(f.settled(t, "s16")); got != want {
+		t.Fatalf("tape = %s\nwant  %s", got, want)
+	}
+	st, err := f.js.Stream(t.Context(), f.names.DLQStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != 1 {
+		t.Fatalf("%d dead letters, want 1 (the event, dead-lettered by both recorders)", info.State.Msgs)
 	}
 }
