@@ -40,7 +40,10 @@
 // the dedupe window) and a dead-lettered copy, whether it comes before the
 // commit (held with the run, no entries) or after it. A turn waits for the
 // newest copy of its session's last run end, which would otherwise hold it
-// for the read-your-writes bound.
+// for the read-your-writes bound. A run (or an event of no run) whose
+// commit the tape holds already (a recorder that lost its
+// acknowledgements gets it again, or it was stored twice) is not
+// recorded again, and the watermark still passes it.
 //
 // A run whose commit the server refuses as larger than its max_payload
 // (nats.ErrMaxPayload: the limit was lowered after its events were

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bubbus/bub/internal/natstest"
 	"github.com/bubbus/bub/internal/recorder"
+	"github.com/bubbus/bub/pkg/events"
 	"github.com/bubbus/bub/pkg/tape"
 	"github.com/bubbus/bub/pkg/taperec"
 )
@@ -99,6 +100,44 @@ func TestCommittedRunSeenAgainDoesNotHoldItsOwnCopy(t *testing.T) {
 	again := f.publishOne(t, x, 4, ids, false)
 	f.startRecorder(t, recorder.Config{IdleRun: 300 * time.Millisecond, Sweep: 20 * time.Millisecond})
 	if got := kinds(f.settledAt(t, "rt2", again)); got != oneRun {
+		t.Fatalf("tape = %s\nwant  %s", got, oneRun)
+	}
+}
+
+// TestEventOfNoRunStoredTwiceMovesTheWatermark: an event of no run (the
+// CLI's `bub tape handoff`) is stored twice (published again outside the
+// dedupe window). The copy's commit is the first one's (its event id):
+// the tape keeps one entry, and the watermark still passes the copy,
+// which the CLI waits for.
+func TestEventOfNoRunStoredTwiceMovesTheWatermark(t *testing.T) {
+	f := setup(t)
+	f.startRecorder(t, recorder.Config{})
+	r := &runEvents{session: "rt3"}
+	r.list = []events.Event{&events.TapeEventRecorded{Meta: events.Meta{SessionID: "rt3"}, Name: "note", Data: map[string]any{"x": 1.0}}}
+	ids := map[int]string{}
+	f.publishOne(t, r, 0, ids, false)
+	again := f.publishOne(t, r, 0, ids, false)
+	if got := kinds(f.settledAt(t, "rt3", again)); got != "event:note" {
+		t.Fatalf("tape = %s\nwant  event:note", got)
+	}
+}
+
+// TestCommittedRunDeliveredAgainMovesTheWatermark: a run committed by a
+// recorder that then lost its acknowledgements (it crashed) comes again,
+// whole, to the next recorder (here: stored again). Its commit is on the
+// tape already: nothing is recorded twice, and the watermark passes the
+// copies, the session's newest run end.
+func TestCommittedRunDeliveredAgainMovesTheWatermark(t *testing.T) {
+	f := setup(t)
+	stop := f.startRecorder(t, recorder.Config{})
+	x := newRun("rt4", "env-rt4", 1, "hi", "hello")
+	ids := map[int]string{}
+	f.publish(t, x, []int{0, 1, 2, 3, 4}, ids, false)
+	f.settled(t, "rt4")
+	stop()
+	f.publish(t, x, []int{0, 1, 2, 3, 4}, ids, true) // the same events, stored again (stream 6–10)
+	f.startRecorder(t, recorder.Config{})
+	if got := kinds(f.settledAt(t, "rt4", 10)); got != oneRun {
 		t.Fatalf("tape = %s\nwant  %s", got, oneRun)
 	}
 }

@@ -740,19 +740,30 @@ func (rn *run) commitID() string {
 	return rn.id + "@" + rn.envelope
 }
 
-// envelopeCommitted reports whether another finished run of the same
-// inbound envelope is already on the tape (among its recent commits): the
-// envelope was redelivered after its first run finished but before the
-// worker could acknowledge it (a worker or NATS crash), and ran again. It
-// also returns the index it read (nil when it read none), for the commit
-// to start from.
+// envelopeCommitted reports whether the tape already holds rn's commit
+// (among its recent commits), and returns rn's id then: a recorder that
+// lost its acknowledgements (it crashed) gets the run again, or an event
+// of no run was stored twice. A store answers such a commit with what it
+// stored the first time and moves no watermark, which must still pass
+// the newer copies. It also reports, with that run's id, whether another
+// finished run of the same inbound envelope is on the tape: the envelope
+// was redelivered after its first run finished but before the worker
+// could acknowledge it (a worker or NATS crash), and ran again. It
+// returns the index it read (nil when it read none), for the commit to
+// start from.
 func (l *lane) envelopeCommitted(ctx context.Context, rn *run) (string, *tape.Index, bool) {
-	if rn.envelope == "" || rn.interrupted {
+	if rn.interrupted {
 		return "", nil, false
 	}
 	ix, err := l.r.store.Index(ctx, rn.session)
 	if err != nil {
 		return "", nil, false
+	}
+	if _, ok := ix.Commit(rn.commitID()); ok {
+		return rn.id, &ix, true
+	}
+	if rn.envelope == "" {
+		return "", &ix, false
 	}
 	for _, c := range ix.Commits {
 		runID, env, ok := strings.Cut(c.ID, "@")
@@ -763,15 +774,20 @@ func (l *lane) envelopeCommitted(ctx context.Context, rn *run) (string, *tape.In
 	return "", &ix, false
 }
 
-// skipRerun acknowledges the events of a second finished run of an
-// envelope without recording it again (a redelivered envelope never
-// yields a duplicate turn on the tape); the watermarks still move.
+// skipRerun acknowledges the events of a run the tape holds already (first
+// is rn's id) or of a second finished run of an envelope without
+// recording it again (a redelivered envelope never yields a duplicate
+// turn on the tape); the watermarks still move.
 func (l *lane) skipRerun(ctx context.Context, rn *run, first string, stream uint64, msgs []jetstream.Msg) error {
 	if err := l.appendAt(ctx, rn.session, nil, stream, rn); err != nil {
 		l.r.log.Error("recorder.commit_failed", "run", rn.id, "session", rn.session, "err", err)
 		return err
 	}
-	l.r.log.Warn("recorder.rerun_skipped", "run", rn.id, "first_run", first, "envelope", rn.envelope, "session", rn.session)
+	if first == rn.id {
+		l.r.log.Info("recorder.commit_replayed", "run", rn.id, "session", rn.session)
+	} else {
+		l.r.log.Warn("recorder.rerun_skipped", "run", rn.id, "first_run", first, "envelope", rn.envelope, "session", rn.session)
+	}
 	for _, m := range msgs {
 		_ = m.Ack()
 	}
