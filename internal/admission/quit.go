@@ -130,6 +130,7 @@ func (g *Gate) Quit(ctx context.Context, session, caller string) error {
 	mine := g.o.Names.TurnRunKey(session, caller)
 	recheck := time.NewTicker(g.reg.ttl / 3)
 	defer recheck.Stop()
+	var last sessionKeys // the last listing that succeeded
 	for {
 		k, version, err := g.reg.keys(ctx, session)
 		if err == nil {
@@ -137,9 +138,10 @@ func (g *Gate) Quit(ctx context.Context, session, caller string) error {
 			if len(k.run) == 0 && len(k.wait) == 0 {
 				return nil
 			}
+			last = k
 		}
 		if err := g.reg.awaitChange(ctx, session, version, recheck.C, nil); err != nil {
-			return fmt.Errorf("quit: %d turns and %d follow-ups of %s did not stop: %w", len(k.run), len(k.wait), session, err)
+			return fmt.Errorf("quit: %d turns and %d follow-ups of %s did not stop: %w", len(last.run), len(last.wait), session, err)
 		}
 	}
 }

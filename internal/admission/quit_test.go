@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,5 +108,29 @@ func TestQuitStopsTheSessionsOtherTurnsOnEveryWorker(t *testing.T) {
 	var d events.TurnDroppedData
 	if err := events.DecodeData(ev, &d); err != nil || d.EnvelopeID != "c" || d.Reason != "quit" {
 		t.Fatalf("turn.dropped %+v %v, want c dropped by quit", d, err)
+	}
+}
+
+// TestQuitGivesUpAfterTheRegistryTTL: a turn of the session does not stop
+// (its worker is busy in a tool that ignores cancellation, or cut off
+// while it still heartbeats), so its run key stays live. Quit waits for
+// it at most the registry TTL and then fails naming what did not stop;
+// it used to spin on the CPU without end once its deadline passed.
+func TestQuitGivesUpAfterTheRegistryTTL(t *testing.T) {
+	f := newFixture(t, "")
+	l, err := f.gate.reg.hold(t.Context(), f.names.TurnRunKey("s", "stuck"), entry{Envelope: "stuck"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.end(context.Background())
+	quit := make(chan error, 1)
+	go func() { quit <- f.gate.Quit(context.Background(), "s", "q") }()
+	select {
+	case err := <-quit:
+		if err == nil || !strings.Contains(err.Error(), "1 turns and 0 follow-ups of s did not stop") {
+			t.Fatalf("Quit = %v, want it to name the turn that did not stop", err)
+		}
+	case <-time.After(5 * time.Second): // five times the TTL
+		t.Fatal("Quit did not return within five times the registry TTL")
 	}
 }

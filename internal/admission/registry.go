@@ -396,9 +396,13 @@ func (r *Registry) awaitTurn(ctx context.Context, session, mine string, stopping
 }
 
 // awaitChange blocks until the mirror's version of session differs from
-// version or recheck ticks.
+// version or recheck ticks; it fails once ctx is done (a caller whose
+// last listing failed has no version to wait on).
 func (r *Registry) awaitChange(ctx context.Context, session string, version uint64, recheck <-chan time.Time, stopping <-chan struct{}) error {
 	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		changed, now := r.live.changed(session)
 		if now != version {
 			return nil
