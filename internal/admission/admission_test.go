@@ -70,6 +70,9 @@ func (o *outbox) Send(_ context.Context, env *envelope.Envelope) error {
 // its steering inbox first when drain is set.
 type turns struct {
 	drain bool
+	// handBack: envelopes whose first delivery is handed back
+	// (worker.ErrRetry) once released.
+	handBack map[string]bool
 
 	mu       sync.Mutex
 	started  []string
@@ -122,6 +125,9 @@ func (p *turns) Process(ctx context.Context, in worker.Inbound) error {
 	p.mu.Lock()
 	p.finished = append(p.finished, id)
 	p.mu.Unlock()
+	if p.handBack[id] && in.Delivery == 1 {
+		return fmt.Errorf("%w: flushing events: simulated", worker.ErrRetry)
+	}
 	return nil
 }
 
@@ -315,6 +321,42 @@ func TestDropAnswersTheSenderAndRecordsAnEvent(t *testing.T) {
 	var d events.TurnDroppedData
 	if err := events.DecodeData(ev, &d); err != nil || d.EnvelopeID != "b" {
 		t.Fatalf("turn.dropped %+v %v", d, err)
+	}
+}
+
+// TestHandedBackTurnKeepsItsAdmission: a turn handed back for a retry
+// (worker.ErrRetry: its events could not be flushed) keeps its run key
+// until its redelivery takes it over, as a dead worker's turn does: a
+// message arriving meanwhile finds the session busy (here: dropped), and
+// the redelivery is not decided again (it runs, and is not dropped).
+func TestHandedBackTurnKeepsItsAdmission(t *testing.T) {
+	f := newFixture(t, hooks.AdmitDrop)
+	f.turns.handBack = map[string]bool{"a": true}
+	a := inbound("a", "s")
+	first := f.process(a)
+	f.waitStarted(t, "a")
+	f.turns.release("a")
+	if err := <-first; !errors.Is(err, worker.ErrRetry) {
+		t.Fatalf("first delivery of a: %v, want it handed back", err)
+	}
+	select {
+	case err := <-f.process(inbound("b", "s")):
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		f.turns.release("b")
+		t.Fatal("b ran while a, handed back, still held the session")
+	}
+	a.Delivery = 2
+	if err := f.gate.Process(t.Context(), a); err != nil {
+		t.Fatalf("redelivery of a: %v", err)
+	}
+	if started, _ := f.turns.snapshot(); !slices.Equal(started, []string{"a", "a"}) {
+		t.Fatalf("started %v, want a twice (its redelivery admitted again) and b not at all", started)
+	}
+	if len(f.out.out) != 1 || f.out.out[0].InReplyTo != "b" {
+		t.Fatalf("outbox %v, want only b's drop reply", f.out.out)
 	}
 }
 

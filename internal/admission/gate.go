@@ -382,7 +382,10 @@ func (g *Gate) run(ctx context.Context, in worker.Inbound, session string, wait 
 	cctx := context.WithoutCancel(ctx)
 	if !quit && (errors.Is(err, worker.ErrRetry) || ctx.Err() != nil) {
 		inbox.Release()
-		l.end(cctx)
+		// Keep the key, as a dead worker's stays: the redelivered message
+		// takes it over (admitted, it is not decided again), and the
+		// session's follow-ups wait for it meanwhile.
+		l.stop()
 		return err
 	}
 	if cerr := inbox.Commit(cctx); cerr != nil {
