@@ -657,3 +657,37 @@ func TestTurnIsRegisteredBeforeItsFirstStage(t *testing.T) {
 		t.Fatalf("run key after the turn: present %v (%v), want gone", ok, err)
 	}
 }
+
+// TestSteeredMessageRedeliveredIsNotRunAgain: b is steered into running
+// turn a, which takes it; b's inbound message is then delivered again (its
+// acknowledgement was lost, or its worker died after steering it). The
+// redelivery finds b steered and does nothing: b never runs as a turn of
+// its own, which would answer it twice.
+func TestSteeredMessageRedeliveredIsNotRunAgain(t *testing.T) {
+	f := newFixture(t, hooks.AdmitSteer)
+	f.turns.drain = true
+	a := f.process(inbound("a", "s"))
+	f.waitStarted(t, "a")
+	b := inbound("b", "s")
+	if err := f.gate.Process(t.Context(), b); err != nil {
+		t.Fatal(err)
+	}
+	f.turns.release("a")
+	wait(t, a)
+	if got := f.turns.steered["a"]; !slices.Equal(got, []string{"content of b"}) {
+		t.Fatalf("turn a took %v, want b", got)
+	}
+	b.Delivery = 2
+	select {
+	case err := <-f.process(b):
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		f.turns.release("b")
+		t.Fatal("b, already taken by turn a, ran again as a turn of its own")
+	}
+	if started, _ := f.turns.snapshot(); !slices.Equal(started, []string{"a"}) {
+		t.Fatalf("started %v, want only a", started)
+	}
+}

@@ -128,6 +128,19 @@ func (g *Gate) Process(ctx context.Context, in worker.Inbound) error {
 			log.Info("admission.already_done")
 			return nil
 		}
+		// Steered into a running turn before: that turn took it, or its
+		// end re-injects it as a forced follow-up (which carries
+		// in.Admission and is not skipped here).
+		if in.Admission == "" {
+			steered, err := g.reg.steered(ctx, env.ID)
+			if err != nil {
+				return retry("reading the steered marker", err)
+			}
+			if steered {
+				log.Info("admission.already_steered")
+				return nil
+			}
+		}
 	}
 	session, err := g.o.Hooks.ResolveSession(ctx, hooks.ResolveSessionInput{Message: env})
 	if err != nil {
@@ -292,6 +305,9 @@ func (g *Gate) dropped(ctx context.Context, session string, env *envelope.Envelo
 func (g *Gate) steerInto(ctx context.Context, session string, env *envelope.Envelope) error {
 	if err := g.steer.Publish(ctx, session, env); err != nil {
 		return retry("steering", err)
+	}
+	if err := g.reg.markSteered(ctx, env.ID); err != nil {
+		return retry("marking the message steered", err)
 	}
 	g.log.Info("admission.steered", "session", session, "envelope", env.ID)
 	g.sweepIfIdle(ctx, session)

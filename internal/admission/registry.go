@@ -348,6 +348,22 @@ func (r *Registry) MarkDone(ctx context.Context, envelope string, sent []replies
 	})
 }
 
+// markSteered records that envelope was steered into a running turn
+// (before its inbound message is acknowledged); it lives as long as a
+// done marker.
+func (r *Registry) markSteered(ctx context.Context, envelope string) error {
+	return jsretry.Read(ctx, func(ctx context.Context) error {
+		_, err := r.js.Publish(ctx, r.names.KVPut(r.js.Options().Domain, r.bucket, r.names.SteeredKey(envelope)), nil, jetstream.WithMsgTTL(r.doneTTL))
+		return err
+	})
+}
+
+// steered reports whether envelope was steered into a running turn.
+func (r *Registry) steered(ctx context.Context, envelope string) (bool, error) {
+	_, ok, err := r.exists(ctx, r.names.SteeredKey(envelope))
+	return ok, err
+}
+
 // queuedTTL bounds how long a queued-steering marker outlives a worker
 // that died before removing it (the end-of-turn sweep reads the stream
 // itself, so a marker lost early never loses a message).

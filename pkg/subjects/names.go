@@ -323,6 +323,11 @@ func (n Names) SteerQueuedKeys(session string) string { return Token(session) + 
 // value says where the turn's replies are stored.
 func (n Names) DoneKey(envelope string) string { return "done." + Token(envelope) }
 
+// SteeredKey is the turn-registry key marking an inbound envelope steered
+// into a running turn, so that a redelivery of its message (its
+// acknowledgement lost) never runs it as a turn of its own.
+func (n Names) SteeredKey(envelope string) string { return "steered." + Token(envelope) }
+
 // KVKeySubject is the subject JetStream stores a KV key of bucket under
 // ($KV.<bucket>.<key>); publishing to it with a message TTL refreshes the
 // key's time to live.
