@@ -55,13 +55,18 @@ func (h *testHooks) NotifyError(_ context.Context, in hooks.OnErrorInput) {
 
 // outbox collects outbound envelopes.
 type outbox struct {
-	mu  sync.Mutex
-	out []*envelope.Envelope
+	mu    sync.Mutex
+	out   []*envelope.Envelope
+	fails int // sends that fail first
 }
 
 func (o *outbox) Send(_ context.Context, env *envelope.Envelope) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.fails > 0 {
+		o.fails--
+		return errors.New("simulated outbox failure")
+	}
 	o.out = append(o.out, env)
 	return nil
 }
@@ -689,5 +694,39 @@ func TestSteeredMessageRedeliveredIsNotRunAgain(t *testing.T) {
 	}
 	if started, _ := f.turns.snapshot(); !slices.Equal(started, []string{"a"}) {
 		t.Fatalf("started %v, want only a", started)
+	}
+}
+
+// TestDroppedMessageRedeliveredIsDroppedAgain: b is dropped while a runs,
+// but its error reply cannot be sent, so b is handed back; by its
+// redelivery the session is idle. The drop stands: b is dropped again
+// (its turn.dropped event and reply keep their ids) and never runs after
+// its event said it was dropped.
+func TestDroppedMessageRedeliveredIsDroppedAgain(t *testing.T) {
+	f := newFixture(t, hooks.AdmitDrop)
+	f.out.fails = 1
+	a := f.process(inbound("a", "s"))
+	f.waitStarted(t, "a")
+	b := inbound("b", "s")
+	if err := f.gate.Process(t.Context(), b); !errors.Is(err, worker.ErrRetry) {
+		t.Fatalf("drop with a failing outbox: %v, want it handed back", err)
+	}
+	f.turns.release("a")
+	wait(t, a)
+	b.Delivery = 2
+	select {
+	case err := <-f.process(b):
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		f.turns.release("b")
+		t.Fatal("b, dropped (turn.dropped published), ran on its redelivery")
+	}
+	if started, _ := f.turns.snapshot(); !slices.Equal(started, []string{"a"}) {
+		t.Fatalf("started %v, want only a", started)
+	}
+	if len(f.out.out) != 1 || f.out.out[0].ID != "b/0" {
+		t.Fatalf("outbox %v, want b's drop reply", f.out.out)
 	}
 }

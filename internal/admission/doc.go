@@ -34,11 +34,13 @@
 // snapshot costs one direct get (the barrier that makes the mirror exact
 // as of the call) and a drain of a session with no queued marker costs
 // nothing. A steering message is acknowledged only once its queued marker
-// and its steered marker (steered.<envelope>, as long-lived as a done
-// marker) are stored (a crash in between redelivers it, and the
-// redelivery steers it again); a redelivery that finds the steered
-// marker does nothing, so a message a turn already took never runs as a
-// turn of its own.
+// and its decision marker (decided.<envelope> = steer, as long-lived as a
+// done marker) are stored (a crash in between redelivers it, and the
+// redelivery steers it again); a redelivery that finds the decision does
+// nothing, so a message a turn already took never runs as a turn of its
+// own. A drop stores its decision marker before its turn.dropped event
+// and reply, so a redelivery (the reply could not be sent) is dropped
+// again, with the same event and reply ids, even into an idle session.
 //
 // Pay for what you use: a message that no admit_message implementation
 // may decide (hooks.AdmissionScoper: the builtin decides only for

@@ -118,7 +118,8 @@ func (g *Gate) Steering() *Steering { return g.steer }
 func (g *Gate) Process(ctx context.Context, in worker.Inbound) error {
 	env := in.Envelope
 	log := g.log.With("envelope", env.ID, "delivery", in.Delivery)
-	ctx = replies.Collect(ctx) // the replies the done marker points to
+	ctx = replies.Collect(ctx)    // the replies the done marker points to
+	var decided hooks.AdmitAction // a redelivery's earlier steer or drop
 	if in.Delivery > 1 {
 		done, err := g.reg.Done(ctx, env.ID)
 		if err != nil {
@@ -130,13 +131,13 @@ func (g *Gate) Process(ctx context.Context, in worker.Inbound) error {
 		}
 		// Steered into a running turn before: that turn took it, or its
 		// end re-injects it as a forced follow-up (which carries
-		// in.Admission and is not skipped here).
+		// in.Admission and is not skipped here). Dropped before: dropped
+		// again below (its event and reply keep their ids).
 		if in.Admission == "" {
-			steered, err := g.reg.steered(ctx, env.ID)
-			if err != nil {
-				return retry("reading the steered marker", err)
+			if decided, err = g.reg.decided(ctx, env.ID); err != nil {
+				return retry("reading the admission decision", err)
 			}
-			if steered {
+			if decided == steer {
 				log.Info("admission.already_steered")
 				return nil
 			}
@@ -152,6 +153,9 @@ func (g *Gate) Process(ctx context.Context, in worker.Inbound) error {
 		env.SessionID = session
 	}
 	log = log.With("session", session)
+	if decided == drop {
+		return g.drop(ctx, session, env)
+	}
 	action, snap, err := g.decide(ctx, in, session)
 	if err != nil {
 		return err
@@ -261,6 +265,9 @@ func (g *Gate) Snapshot(ctx context.Context, session, self string, selfSeq uint6
 
 // drop records the decision and tells the sender.
 func (g *Gate) drop(ctx context.Context, session string, env *envelope.Envelope) error {
+	if err := g.reg.markDecided(ctx, env.ID, drop); err != nil {
+		return retry("recording the drop decision", err)
+	}
 	if err := g.dropped(ctx, session, env, string(hooks.HookAdmitMessage)); err != nil {
 		return err
 	}
@@ -306,8 +313,8 @@ func (g *Gate) steerInto(ctx context.Context, session string, env *envelope.Enve
 	if err := g.steer.Publish(ctx, session, env); err != nil {
 		return retry("steering", err)
 	}
-	if err := g.reg.markSteered(ctx, env.ID); err != nil {
-		return retry("marking the message steered", err)
+	if err := g.reg.markDecided(ctx, env.ID, steer); err != nil {
+		return retry("recording the steer decision", err)
 	}
 	g.log.Info("admission.steered", "session", session, "envelope", env.ID)
 	g.sweepIfIdle(ctx, session)

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/bubbus/bub/internal/replies"
+	"github.com/bubbus/bub/pkg/hooks"
 	"github.com/bubbus/bub/pkg/jsretry"
 	"github.com/bubbus/bub/pkg/subjects"
 )
@@ -348,20 +349,23 @@ func (r *Registry) MarkDone(ctx context.Context, envelope string, sent []replies
 	})
 }
 
-// markSteered records that envelope was steered into a running turn
-// (before its inbound message is acknowledged); it lives as long as a
-// done marker.
-func (r *Registry) markSteered(ctx context.Context, envelope string) error {
+// markDecided records that envelope was steered or dropped (before the
+// decision's effects); it lives as long as a done marker.
+func (r *Registry) markDecided(ctx context.Context, envelope string, action hooks.AdmitAction) error {
 	return jsretry.Read(ctx, func(ctx context.Context) error {
-		_, err := r.js.Publish(ctx, r.names.KVPut(r.js.Options().Domain, r.bucket, r.names.SteeredKey(envelope)), nil, jetstream.WithMsgTTL(r.doneTTL))
+		_, err := r.js.Publish(ctx, r.names.KVPut(r.js.Options().Domain, r.bucket, r.names.DecidedKey(envelope)), []byte(action), jetstream.WithMsgTTL(r.doneTTL))
 		return err
 	})
 }
 
-// steered reports whether envelope was steered into a running turn.
-func (r *Registry) steered(ctx context.Context, envelope string) (bool, error) {
-	_, ok, err := r.exists(ctx, r.names.SteeredKey(envelope))
-	return ok, err
+// decided returns what envelope was decided to be by [Registry.markDecided],
+// "" when nothing.
+func (r *Registry) decided(ctx context.Context, envelope string) (hooks.AdmitAction, error) {
+	e, ok, err := r.exists(ctx, r.names.DecidedKey(envelope))
+	if !ok {
+		return "", err
+	}
+	return hooks.AdmitAction(e.Value()), nil
 }
 
 // queuedTTL bounds how long a queued-steering marker outlives a worker

@@ -323,10 +323,11 @@ func (n Names) SteerQueuedKeys(session string) string { return Token(session) + 
 // value says where the turn's replies are stored.
 func (n Names) DoneKey(envelope string) string { return "done." + Token(envelope) }
 
-// SteeredKey is the turn-registry key marking an inbound envelope steered
-// into a running turn, so that a redelivery of its message (its
-// acknowledgement lost) never runs it as a turn of its own.
-func (n Names) SteeredKey(envelope string) string { return "steered." + Token(envelope) }
+// DecidedKey is the turn-registry key recording the admission decision of
+// an inbound envelope that does not run as a turn of its own (steer,
+// drop), stored before the decision's effects, so that a redelivery of
+// its message (its acknowledgement lost) keeps the decision.
+func (n Names) DecidedKey(envelope string) string { return "decided." + Token(envelope) }
 
 // KVKeySubject is the subject JetStream stores a KV key of bucket under
 // ($KV.<bucket>.<key>); publishing to it with a message TTL refreshes the
