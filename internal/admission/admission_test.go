@@ -730,3 +730,42 @@ func TestDroppedMessageRedeliveredIsDroppedAgain(t *testing.T) {
 		t.Fatalf("outbox %v, want b's drop reply", f.out.out)
 	}
 }
+
+// TestAbandonedSteeringClaimIsSwept: turn a takes steering message b and
+// is handed back, which keeps b's claim for the redelivery; the
+// redelivery ends without taking b. The claim's turn no longer runs, so
+// the sweep at its end re-injects b as a follow-up at once, instead of
+// leaving it in the steering stream past the claim's TTL until the
+// session's next message.
+func TestAbandonedSteeringClaimIsSwept(t *testing.T) {
+	f := newFixture(t, hooks.AdmitSteer)
+	f.turns.drain = true
+	f.turns.handBack = map[string]bool{"a": true}
+	a := inbound("a", "s")
+	first := f.process(a)
+	f.waitStarted(t, "a")
+	if err := f.gate.Process(t.Context(), inbound("b", "s")); err != nil {
+		t.Fatal(err)
+	}
+	f.turns.release("a")
+	if err := <-first; !errors.Is(err, worker.ErrRetry) {
+		t.Fatalf("first delivery of a: %v, want it handed back", err)
+	}
+	if got := f.turns.steered["a"]; !slices.Equal(got, []string{"content of b"}) {
+		t.Fatalf("a took %v, want b", got)
+	}
+	f.turns.drain = false // the redelivery does not take b
+	a.Delivery = 2
+	if err := f.gate.Process(t.Context(), a); err != nil {
+		t.Fatal(err)
+	}
+	st, err := f.js.Stream(t.Context(), f.names.InboundStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, 5*time.Second, func() (bool, string) {
+		n, err := f.gate.steer.Count(t.Context(), "s")
+		_, rerr := st.GetLastMsgForSubject(t.Context(), f.names.Inbound("http"))
+		return err == nil && n == 0 && rerr == nil, fmt.Sprintf("%d steering messages left (%v), re-injected: %v", n, err, rerr == nil)
+	})
+}

@@ -25,10 +25,13 @@
 //     registry and acknowledged; the worker running a turn of the session
 //     claims it at its next MessagesPending ([Steering], a claim key per
 //     message in the registry) and deletes it (and its marker) only once
-//     that turn finished, so a crash hands it to the redelivered turn. Steering messages nobody claimed when the session's last turn
-//     ends are re-injected into the inbound stream as forced follow-ups
-//     (header Bub-Admission: follow_up). Without a running turn, steer
-//     behaves like follow_up.
+//     that turn finished, so a crash hands it to the redelivered turn.
+//     Steering messages nobody claimed when the session's last turn ends,
+//     or claimed by a turn that no longer runs (its run key gone: handed
+//     back, and its redelivery ended without taking them), are
+//     re-injected into the inbound stream as forced follow-ups (header
+//     Bub-Admission: follow_up). Without a running turn, steer behaves
+//     like follow_up.
 //
 // Each worker mirrors the registry's session keys from one KV watch, so a
 // snapshot costs one direct get (the barrier that makes the mirror exact

@@ -187,8 +187,14 @@ func (s *Steering) remove(ctx context.Context, session string, seq uint64) error
 func (s *Steering) Sweep(ctx context.Context, session string) (int, error) {
 	n := 0
 	_, err := s.each(ctx, session, 1, func(m stored) error {
-		if _, claimed, err := s.reg.exists(ctx, s.names.SteerClaimKey(session, m.seq)); err != nil || claimed {
+		e, claimed, err := s.reg.exists(ctx, s.names.SteerClaimKey(session, m.seq))
+		if err != nil {
 			return err
+		}
+		if claimed {
+			if running, err := s.ownerRuns(ctx, session, e); err != nil || running {
+				return err
+			}
 		}
 		if err := s.reinject(ctx, session, m.env); err != nil {
 			return err
@@ -197,6 +203,21 @@ func (s *Steering) Sweep(ctx context.Context, session string) (int, error) {
 		return s.remove(ctx, session, m.seq)
 	})
 	return n, err
+}
+
+// ownerRuns reports whether the turn that claimed a steering message
+// (claim e) still runs: its run key lives. A claim whose turn ended
+// without taking the message (handed back, its redelivery done without
+// draining) is abandoned, and the message is swept with the others
+// instead of waiting, past the claim's TTL, for the session's next
+// message.
+func (s *Steering) ownerRuns(ctx context.Context, session string, e jetstream.KeyValueEntry) (bool, error) {
+	v, err := decodeEntry(e.Value())
+	if err != nil {
+		return true, nil // unreadable: left to its TTL
+	}
+	_, ok, err := s.reg.exists(ctx, s.names.TurnRunKey(session, v.Owner))
+	return ok, err
 }
 
 func (s *Steering) reinject(ctx context.Context, session string, env *envelope.Envelope) error {
