@@ -208,7 +208,7 @@ func (l *lane) handle(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 	if done, _ := l.done.get(runID); done {
-		l.duplicate(ctx, session, md.Sequence.Stream, msg, nil)
+		l.duplicate(ctx, session, md.Sequence.Stream, nil, msg)
 		return
 	}
 	rn := l.runs[runID]
@@ -286,30 +286,42 @@ func (rn *run) answering(a events.Answers) {
 	rn.envelope, rn.delivery = a.EnvelopeID, a.Delivery
 }
 
-// duplicate acknowledges a late copy of an event of a committed run and
-// moves the events watermark to it (see [lane.watermark]). A
-// dead-lettered copy (msg nil) was acknowledged then: only the watermark
-// moves.
-func (l *lane) duplicate(ctx context.Context, session string, stream uint64, msg jetstream.Msg, self *run) {
-	err := l.appendAt(ctx, session, nil, stream, self)
-	if err != nil {
-		l.r.log.Warn("recorder.watermark_failed", "session", session, "err", err)
+// acknowledge moves session's events watermark to stream sequence at, the
+// newest of msgs (events of rn, nil for none; see [lane.watermark]), and
+// then acknowledges msgs.
+func (l *lane) acknowledge(ctx context.Context, session string, at uint64, rn *run, msgs []jetstream.Msg) error {
+	if err := l.appendAt(ctx, session, nil, at, rn); err != nil {
+		return err
 	}
-	switch {
-	case msg == nil:
-	case err != nil:
-		_ = msg.NakWithDelay(time.Second)
-	default:
-		_ = msg.Ack()
+	for _, m := range msgs {
+		_ = m.Ack()
+	}
+	return nil
+}
+
+// duplicate acknowledges msgs, late copies of events of a committed run
+// (rn when the lane holds it, else nil) whose newest is at stream
+// sequence at; when the watermark cannot be moved to it, they come again.
+func (l *lane) duplicate(ctx context.Context, session string, at uint64, rn *run, msgs ...jetstream.Msg) {
+	if err := l.acknowledge(ctx, session, at, rn, msgs); err != nil {
+		l.r.log.Warn("recorder.watermark_failed", "session", session, "err", err)
+		nak(msgs)
 	}
 }
 
-// duplicates acknowledges every held event of rn as a late copy (see
-// [lane.duplicate]): rn's own end does not hold the watermark back.
+// duplicates acknowledges every held event of rn as a late copy, with one
+// watermark write (rn's own end does not hold it back).
 func (l *lane) duplicates(ctx context.Context, rn *run) {
+	l.duplicate(ctx, rn.session, rn.newest(), rn, rn.heldMsgs()...)
+}
+
+// newest is the stream sequence of rn's newest event.
+func (rn *run) newest() uint64 {
+	var at uint64
 	for _, it := range rn.items {
-		l.duplicate(ctx, rn.session, it.stream, it.msg, rn)
+		at = max(at, it.stream)
 	}
+	return at
 }
 
 // watermark moves session's events watermark to stream sequence at, the
@@ -398,7 +410,7 @@ func (l *lane) handBack() {
 // turn waits for).
 func (rn *run) another(c item) {
 	for i := range rn.items {
-		if c.msg != nil && rn.items[i].stream == c.stream {
+		if rn.items[i].stream == c.stream {
 			rn.items[i].msg = c.msg
 			return
 		}
@@ -440,7 +452,7 @@ func (l *lane) supersede(ctx context.Context, rn *run, late bool) (stale bool) {
 		return true
 	}
 	if late || rn.delivery > 1 {
-		if first, _, done := l.envelopeCommitted(ctx, rn); done && first != rn.resumes {
+		if first, _, done, _ := l.envelopeCommitted(ctx, rn); done && first != rn.resumes {
 			l.interrupt(ctx, rn, "superseded", supersededBy(first))
 			return true
 		}
@@ -528,12 +540,8 @@ func (l *lane) interrupt(ctx context.Context, rn *run, reason string, detail map
 	data := map[string]any{"run_id": rn.id, "reason": reason, "events": len(rn.items)}
 	maps.Copy(data, detail)
 	e := tape.Event("run.interrupted", data, map[string]any{"run_id": rn.id, "context": false})
-	stream := uint64(0)
-	for _, it := range rn.items {
-		stream = max(stream, it.stream)
-	}
 	msgs := rn.heldMsgs() // before the marker replaces the items holding them
-	rn.items = []item{{stream: stream, batch: taperec.Batch{Entries: []tape.Entry{e}}, msg: nil}}
+	rn.items = []item{{stream: rn.newest(), batch: taperec.Batch{Entries: []tape.Entry{e}}, msg: nil}}
 	rn.interrupted = true
 	l.r.log.Warn("recorder.run_interrupted", "run", rn.id, "session", rn.session, "reason", reason)
 	if l.commitWith(ctx, rn, msgs) != nil {
@@ -549,15 +557,15 @@ func supersededBy(id string) map[string]any { return map[string]any{"superseded_
 // are late duplicates seen by a recorder that restarted since).
 func (l *lane) committed(ctx context.Context, rn *run) bool {
 	ix, err := l.r.store.Index(ctx, rn.session)
-	if err != nil {
-		return false
-	}
-	for _, c := range ix.Commits {
-		if c.ID == rn.id || strings.HasPrefix(c.ID, rn.id+"@") {
-			return true
-		}
-	}
-	return false
+	return err == nil && rn.on(ix)
+}
+
+// on reports whether tape index ix holds rn's commit (among its recent
+// commits), whatever envelope it claimed.
+func (rn *run) on(ix tape.Index) bool {
+	return slices.ContainsFunc(ix.Commits, func(c tape.CommitRef) bool {
+		return c.ID == rn.id || strings.HasPrefix(c.ID, rn.id+"@")
+	})
 }
 
 func (rn *run) heldMsgs() []jetstream.Msg {
@@ -582,18 +590,20 @@ func (l *lane) commitWith(ctx context.Context, rn *run, msgs []jetstream.Msg) er
 	slices.SortStableFunc(rn.items, func(a, b item) int { return int(a.seq - b.seq) })
 	var entries []tape.Entry
 	var reset, archive bool
-	var stream uint64
 	for _, it := range rn.items {
 		if it.batch.Reset {
 			entries, reset = nil, true
 			archive = archive || it.batch.Archive
 		}
 		entries = append(entries, it.batch.Entries...)
-		stream = max(stream, it.stream)
 	}
+	stream := rn.newest()
 	ctx, span := telemetry.StartCommit(ctx, rn.id, rn.session, len(entries), traceHeaders(rn.items, msgs))
 	defer span.End()
-	other, ix, dup := l.envelopeCommitted(ctx, rn)
+	other, ix, dup, err := l.envelopeCommitted(ctx, rn)
+	if err != nil {
+		return err
+	}
 	if dup {
 		return l.skipRerun(ctx, rn, other, stream, msgs)
 	}
@@ -601,9 +611,8 @@ func (l *lane) commitWith(ctx context.Context, rn *run, msgs []jetstream.Msg) er
 	if ix != nil && !archive {
 		opts = append(opts, tape.WithIndex(*ix)) // archiving changes the tape first
 	}
-	if archive && l.committed(ctx, rn) {
-		archive = false // a redelivered commit: the tape was archived and reset already
-	}
+	// A redelivered commit, whose tape was archived and reset already, is
+	// a replay (skipRerun above): it archives nothing again.
 	loc, err := l.archive(ctx, rn.session, archive)
 	if loc != "" {
 		markArchived(entries, loc)
@@ -749,29 +758,29 @@ func (rn *run) commitID() string {
 // finished run of the same inbound envelope is on the tape: the envelope
 // was redelivered after its first run finished but before the worker
 // could acknowledge it (a worker or NATS crash), and ran again. It
-// returns the index it read (nil when it read none), for the commit to
-// start from.
-func (l *lane) envelopeCommitted(ctx context.Context, rn *run) (string, *tape.Index, bool) {
+// returns the index it read (nil when it read none: rn only records its
+// interruption), for the commit to start from.
+func (l *lane) envelopeCommitted(ctx context.Context, rn *run) (string, *tape.Index, bool, error) {
 	if rn.interrupted {
-		return "", nil, false
+		return "", nil, false, nil
 	}
 	ix, err := l.r.store.Index(ctx, rn.session)
 	if err != nil {
-		return "", nil, false
+		return "", nil, false, err
 	}
-	if _, ok := ix.Commit(rn.commitID()); ok {
-		return rn.id, &ix, true
+	if rn.on(ix) {
+		return rn.id, &ix, true, nil
 	}
 	if rn.envelope == "" {
-		return "", &ix, false
+		return "", &ix, false, nil
 	}
 	for _, c := range ix.Commits {
 		runID, env, ok := strings.Cut(c.ID, "@")
 		if ok && env == rn.envelope && runID != rn.id {
-			return runID, &ix, true
+			return runID, &ix, true, nil
 		}
 	}
-	return "", &ix, false
+	return "", &ix, false, nil
 }
 
 // skipRerun acknowledges the events of a run the tape holds already (first
@@ -779,7 +788,7 @@ func (l *lane) envelopeCommitted(ctx context.Context, rn *run) (string, *tape.In
 // recording it again (a redelivered envelope never yields a duplicate
 // turn on the tape); the watermarks still move.
 func (l *lane) skipRerun(ctx context.Context, rn *run, first string, stream uint64, msgs []jetstream.Msg) error {
-	if err := l.appendAt(ctx, rn.session, nil, stream, rn); err != nil {
+	if err := l.acknowledge(ctx, rn.session, stream, rn, msgs); err != nil {
 		l.r.log.Error("recorder.commit_failed", "run", rn.id, "session", rn.session, "err", err)
 		return err
 	}
@@ -787,9 +796,6 @@ func (l *lane) skipRerun(ctx context.Context, rn *run, first string, stream uint
 		l.r.log.Info("recorder.commit_replayed", "run", rn.id, "session", rn.session)
 	} else {
 		l.r.log.Warn("recorder.rerun_skipped", "run", rn.id, "first_run", first, "envelope", rn.envelope, "session", rn.session)
-	}
-	for _, m := range msgs {
-		_ = m.Ack()
 	}
 	l.done.put(rn.id, true)
 	return nil
