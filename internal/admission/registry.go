@@ -342,18 +342,20 @@ func (r *Registry) MarkDone(ctx context.Context, envelope string, sent []replies
 	if err != nil {
 		return err
 	}
-	// Idempotent: retried through the bucket's leader election.
-	return jsretry.Read(ctx, func(ctx context.Context) error {
-		_, err := r.js.Publish(ctx, r.names.KVPut(r.js.Options().Domain, r.bucket, r.names.DoneKey(envelope)), value, jetstream.WithMsgTTL(r.doneTTL))
-		return err
-	})
+	return r.putMarker(ctx, r.names.DoneKey(envelope), value)
 }
 
 // markDecided records that envelope was steered or dropped (before the
 // decision's effects); it lives as long as a done marker.
 func (r *Registry) markDecided(ctx context.Context, envelope string, action hooks.AdmitAction) error {
+	return r.putMarker(ctx, r.names.DecidedKey(envelope), []byte(action))
+}
+
+// putMarker writes key, a marker kept for the done markers' TTL.
+// Idempotent: retried through the bucket's leader election.
+func (r *Registry) putMarker(ctx context.Context, key string, value []byte) error {
 	return jsretry.Read(ctx, func(ctx context.Context) error {
-		_, err := r.js.Publish(ctx, r.names.KVPut(r.js.Options().Domain, r.bucket, r.names.DecidedKey(envelope)), []byte(action), jetstream.WithMsgTTL(r.doneTTL))
+		_, err := r.js.Publish(ctx, r.names.KVPut(r.js.Options().Domain, r.bucket, key), value, jetstream.WithMsgTTL(r.doneTTL))
 		return err
 	})
 }

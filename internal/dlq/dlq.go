@@ -43,27 +43,26 @@ func NewWriter(js jetstream.JetStream, names subjects.Names, log *slog.Logger) *
 	return &Writer{js: js, names: names, log: log}
 }
 
-// Reject copies msg to bub.dlq.<reason> with the reason, the error text
-// and the original subject and headers, then terminates msg so it is never
-// redelivered. When the copy fails, msg is negatively acknowledged instead
-// so it is retried rather than lost.
+// Reject dead-letters msg ([Writer.Hold]), then terminates it so it is
+// never redelivered. When the copy fails, msg is negatively acknowledged
+// instead so it is retried rather than lost.
 func (w *Writer) Reject(ctx context.Context, msg jetstream.Msg, reason string, cause error) error {
-	if err := w.Copy(ctx, msg.Subject(), msg.Headers(), msg.Data(), reason, cause); err != nil {
+	if err := w.Hold(ctx, msg, reason, cause); err != nil {
 		if nerr := msg.Nak(); nerr != nil {
 			err = errors.Join(err, nerr)
 		}
 		return err
 	}
-	w.log.Warn("dlq.rejected", "subject", msg.Subject(), "reason", reason, "err", cause)
 	return msg.TermWithReason(reason)
 }
 
-// Hold copies msg to bub.dlq.<reason> like [Writer.Reject] but leaves msg
-// to the caller, who acknowledges it later (the recorder, once the run it
-// belongs to is committed). The copy's Nats-Msg-Id is derived from msg's
-// stream sequence, so a redelivery of msg (the caller restarted before
-// acknowledging it) is dead-lettered once, within the dead-letter
-// stream's dedupe window.
+// Hold copies msg to bub.dlq.<reason> with the reason, the error text,
+// the original subject and headers, and where msg is stored, and leaves
+// msg to the caller ([Writer.Reject] terminates it; the recorder
+// acknowledges it once the run it belongs to is committed). The copy's
+// Nats-Msg-Id is derived from msg's stream sequence, so a redelivery of
+// msg (its caller restarted before acknowledging or terminating it) is
+// dead-lettered once, within the dead-letter stream's dedupe window.
 func (w *Writer) Hold(ctx context.Context, msg jetstream.Msg, reason string, cause error) error {
 	md, err := msg.Metadata()
 	if err != nil {

@@ -67,6 +67,9 @@ func TestRejectListReplay(t *testing.T) {
 	if l.Reason != dlq.ReasonUndecodable || l.Error != "bad bytes" || l.Subject != names.Inbound("http") || l.EventID != "ev-1" || string(l.Data) != "garbage" || l.Header.Get("X-Custom") != "kept" {
 		t.Fatalf("letter %+v", l)
 	}
+	if l.Header.Get(subjects.HeaderDLQStream) != names.InboundStream() || l.Header.Get(subjects.HeaderDLQSeq) != "1" {
+		t.Fatalf("letter %+v does not say where it was stored", l)
+	}
 	if !l.Matches("ev-1") || !l.Matches("1") || l.Matches("2") {
 		t.Fatal("Matches by sequence and event id")
 	}
