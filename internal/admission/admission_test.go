@@ -200,6 +200,21 @@ func (f *fixture) waitStarted(t *testing.T, ids ...string) {
 	})
 }
 
+// notRun processes in and fails with why unless it returns within 5 s
+// without running a turn (a turn of it would block until released).
+func (f *fixture) notRun(t *testing.T, in worker.Inbound, why string) {
+	t.Helper()
+	select {
+	case err := <-f.process(in):
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		f.turns.release(in.Envelope.ID)
+		t.Fatal(why)
+	}
+}
+
 func wait(t *testing.T, done <-chan error) {
 	t.Helper()
 	select {
@@ -344,15 +359,7 @@ func TestHandedBackTurnKeepsItsAdmission(t *testing.T) {
 	if err := <-first; !errors.Is(err, worker.ErrRetry) {
 		t.Fatalf("first delivery of a: %v, want it handed back", err)
 	}
-	select {
-	case err := <-f.process(inbound("b", "s")):
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		f.turns.release("b")
-		t.Fatal("b ran while a, handed back, still held the session")
-	}
+	f.notRun(t, inbound("b", "s"), "b ran while a, handed back, still held the session")
 	a.Delivery = 2
 	if err := f.gate.Process(t.Context(), a); err != nil {
 		t.Fatalf("redelivery of a: %v", err)
@@ -683,15 +690,7 @@ func TestSteeredMessageRedeliveredIsNotRunAgain(t *testing.T) {
 		t.Fatalf("turn a took %v, want b", got)
 	}
 	b.Delivery = 2
-	select {
-	case err := <-f.process(b):
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		f.turns.release("b")
-		t.Fatal("b, already taken by turn a, ran again as a turn of its own")
-	}
+	f.notRun(t, b, "b, already taken by turn a, ran again as a turn of its own")
 	if started, _ := f.turns.snapshot(); !slices.Equal(started, []string{"a"}) {
 		t.Fatalf("started %v, want only a", started)
 	}
@@ -714,15 +713,7 @@ func TestDroppedMessageRedeliveredIsDroppedAgain(t *testing.T) {
 	f.turns.release("a")
 	wait(t, a)
 	b.Delivery = 2
-	select {
-	case err := <-f.process(b):
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		f.turns.release("b")
-		t.Fatal("b, dropped (turn.dropped published), ran on its redelivery")
-	}
+	f.notRun(t, b, "b, dropped (turn.dropped published), ran on its redelivery")
 	if started, _ := f.turns.snapshot(); !slices.Equal(started, []string{"a"}) {
 		t.Fatalf("started %v, want only a", started)
 	}

@@ -133,7 +133,13 @@ func (f *fixture) publish(t *testing.T, r *runEvents, idx []int, ids map[int]str
 // newest event published and returns the tape.
 func (f *fixture) settled(t *testing.T, session string) []tape.Entry {
 	t.Helper()
-	st, err := f.js.Stream(context.Background(), f.names.EventsStream())
+	return f.settledAt(t, session, f.streamState(t, f.names.EventsStream()).LastSeq)
+}
+
+// streamState returns the state of stream.
+func (f *fixture) streamState(t *testing.T, stream string) jetstream.StreamState {
+	t.Helper()
+	st, err := f.js.Stream(context.Background(), stream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +147,7 @@ func (f *fixture) settled(t *testing.T, session string) []tape.Entry {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return f.settledAt(t, session, info.State.LastSeq)
+	return info.State
 }
 
 // settledAt waits until session's committed events watermark reaches

@@ -91,12 +91,7 @@ func TestFailedCommitHoldsTheWatermarkUntilRetried(t *testing.T) {
 // (x's own end does not hold it back).
 func TestCommittedRunSeenAgainDoesNotHoldItsOwnCopy(t *testing.T) {
 	f := setup(t)
-	stop := f.startRecorder(t, recorder.Config{})
-	x := newRun("rt2", "env-rt2", 1, "hi", "hello")
-	ids := map[int]string{}
-	f.publish(t, x, []int{0, 1, 2, 3, 4}, ids, false)
-	f.settled(t, "rt2")
-	stop()
+	x, ids := f.recordedByAnEarlierRecorder(t, "rt2")
 	again := f.publishOne(t, x, 4, ids, false)
 	f.startRecorder(t, recorder.Config{IdleRun: 300 * time.Millisecond, Sweep: 20 * time.Millisecond})
 	if got := kinds(f.settledAt(t, "rt2", again)); got != oneRun {
@@ -129,15 +124,23 @@ func TestEventOfNoRunStoredTwiceMovesTheWatermark(t *testing.T) {
 // copies, the session's newest run end.
 func TestCommittedRunDeliveredAgainMovesTheWatermark(t *testing.T) {
 	f := setup(t)
-	stop := f.startRecorder(t, recorder.Config{})
-	x := newRun("rt4", "env-rt4", 1, "hi", "hello")
-	ids := map[int]string{}
-	f.publish(t, x, []int{0, 1, 2, 3, 4}, ids, false)
-	f.settled(t, "rt4")
-	stop()
+	x, ids := f.recordedByAnEarlierRecorder(t, "rt4")
 	f.publish(t, x, []int{0, 1, 2, 3, 4}, ids, true) // the same events, stored again (stream 6–10)
 	f.startRecorder(t, recorder.Config{})
 	if got := kinds(f.settledAt(t, "rt4", 10)); got != oneRun {
 		t.Fatalf("tape = %s\nwant  %s", got, oneRun)
 	}
+}
+
+// recordedByAnEarlierRecorder has a recorder, stopped before it returns,
+// commit one run of session, and returns the run and its event ids.
+func (f *fixture) recordedByAnEarlierRecorder(t *testing.T, session string) (*runEvents, map[int]string) {
+	t.Helper()
+	stop := f.startRecorder(t, recorder.Config{})
+	x := newRun(session, "env-"+session, 1, "hi", "hello")
+	ids := map[int]string{}
+	f.publish(t, x, []int{0, 1, 2, 3, 4}, ids, false)
+	f.settled(t, session)
+	stop()
+	return x, ids
 }

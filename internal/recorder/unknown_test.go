@@ -211,15 +211,7 @@ func TestDeadLetteredEventOfAHeldRunSurvivesARestart(t *testing.T) {
 	if got := kinds(f.settled(t, "s16")); got != want {
 		t.Fatalf("tape = %s\nwant  %s", got, want)
 	}
-	st, err := f.js.Stream(t.Context(), f.names.DLQStream())
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := st.Info(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info.State.Msgs != 1 {
-		t.Fatalf("%d dead letters, want 1 (the event, dead-lettered by both recorders)", info.State.Msgs)
+	if n := f.streamState(t, f.names.DLQStream()).Msgs; n != 1 {
+		t.Fatalf("%d dead letters, want 1 (the event, dead-lettered by both recorders)", n)
 	}
 }
