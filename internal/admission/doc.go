@@ -60,7 +60,13 @@
 // turn excepted) and clears its waiting follow-ups of the session
 // (turn.dropped with reason "quit"); [Gate.Quit] returns once the registry
 // shows them gone. A stopped turn is recorded as a cancelled run, sends no
-// reply and is acknowledged.
+// reply and is acknowledged. Quit stops what came before it: the messages
+// stored in the inbound stream before the call. A quit marker in the
+// registry (quit.<next inbound sequence>, the caller as its value) drops
+// one of them that was running nowhere during the quit (a turn or
+// follow-up handed back by a stopping worker, a message not yet
+// delivered) when it is delivered; messages that arrive after the quit
+// run as usual, and Quit does not wait for them.
 //
 // Decisions are sticky across redeliveries: a redelivered envelope that
 // finds its own run or wait key keeps that decision. A done marker written

@@ -153,6 +153,17 @@ func (g *Gate) Process(ctx context.Context, in worker.Inbound) error {
 		env.SessionID = session
 	}
 	log = log.With("session", session)
+	if quit, err := g.quitBefore(ctx, in, session); err != nil {
+		return err
+	} else if quit {
+		// Handed back, or delivered late, after a ,quit that came after
+		// it: dropped, and the keys its earlier delivery left go.
+		var left []string
+		if in.Delivery > 1 {
+			left = []string{g.o.Names.TurnRunKey(session, env.ID), g.o.Names.TurnWaitKey(session, in.StreamSeq)}
+		}
+		return g.dropQuit(ctx, in, session, left...)
+	}
 	if decided == drop {
 		return g.drop(ctx, session, env)
 	}
@@ -333,22 +344,15 @@ func (g *Gate) followUp(ctx context.Context, in worker.Inbound, session string, 
 		return retry("queueing a follow-up", err)
 	}
 	g.log.Info("admission.follow_up_queued", "session", session, "envelope", in.Envelope.ID, "seq", in.StreamSeq)
-	wctx, untrack := g.local.track(ctx, session, in.Envelope.ID)
+	wctx, untrack := g.local.track(ctx, session, in.Envelope.ID, in.StreamSeq)
 	err = g.reg.awaitTurn(wctx, session, key, in.Stopping)
 	quit := errors.Is(context.Cause(wctx), worker.ErrQuit)
 	untrack()
 	switch {
 	case quit:
 		// ,quit cleared the session's follow-ups: this one never runs.
-		cctx := context.WithoutCancel(ctx)
-		if err := g.dropped(cctx, session, in.Envelope, "quit"); err != nil {
-			wait.stop()
-			return err
-		}
-		err = g.finish(cctx, in.Envelope.ID, nil) // before the wait key goes, which quit waits for
-		wait.end(cctx)
-		g.log.Info("admission.follow_up_quit", "session", session, "envelope", in.Envelope.ID)
-		return err
+		wait.stop()
+		return g.dropQuit(context.WithoutCancel(ctx), in, session, key)
 	case err != nil:
 		wait.stop() // keep the key: the redelivered message takes it over
 		return retry("waiting for the session", err)
@@ -383,7 +387,10 @@ func (g *Gate) run(ctx context.Context, in worker.Inbound, session string, wait 
 			cancel(herr)
 			return
 		}
-		untrack = g.local.add(session, env.ID, cancel)
+		untrack = g.local.add(session, env.ID, tracked{in.StreamSeq, cancel})
+		if stop, _ := g.reg.quitStops(ctx, session, env.ID, in.StreamSeq, g.reg.live.quitAt(session)); stop {
+			cancel(worker.ErrQuit) // a ,quit after it came first
+		}
 		if wait != nil {
 			wait.end(ctx)
 		}
@@ -424,6 +431,43 @@ func (g *Gate) run(ctx context.Context, in worker.Inbound, session string, wait 
 	}
 	g.sweepAfter(cctx, session, env, l.end(cctx))
 	return g.finish(cctx, env.ID, err)
+}
+
+// quitBefore reports whether a ,quit of session that came after the
+// message of in stops it (see subjects.Names.QuitKey). A first delivery
+// asks the mirror as far as it has seen (free); a redelivery, which may be
+// a turn handed back during the quit, asks it exactly (one direct get).
+func (g *Gate) quitBefore(ctx context.Context, in worker.Inbound, session string) (bool, error) {
+	at := g.reg.live.quitAt(session)
+	if in.Delivery > 1 {
+		k, _, err := g.reg.keys(ctx, session)
+		if err != nil {
+			return false, retry("reading the turn registry", err)
+		}
+		at = k.quitAt()
+	}
+	stop, err := g.reg.quitStops(ctx, session, in.Envelope.ID, in.StreamSeq, at)
+	if err != nil {
+		return false, retry("reading the quit marker", err)
+	}
+	return stop, nil
+}
+
+// dropQuit ends the turn or follow-up of in, stopped by ,quit before it
+// ran: turn.dropped with reason "quit" and the done marker, then the
+// removal of the registry keys it left (what Quit waits for).
+func (g *Gate) dropQuit(ctx context.Context, in worker.Inbound, session string, left ...string) error {
+	if err := g.dropped(ctx, session, in.Envelope, "quit"); err != nil {
+		return err
+	}
+	err := g.finish(ctx, in.Envelope.ID, nil)
+	for _, key := range left {
+		if _, perr := g.reg.purge(ctx, key); perr != nil {
+			g.log.Warn("admission.unregister_failed", "key", key, "err", perr)
+		}
+	}
+	g.log.Info("admission.quit_dropped", "session", session, "envelope", in.Envelope.ID)
+	return err
 }
 
 // finish writes the done marker of an envelope about to be acknowledged,

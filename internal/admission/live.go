@@ -162,6 +162,14 @@ func (l *live) anyQueued(session string) bool {
 	return len(l.sessions[subjects.Token(session)].queued) > 0
 }
 
+// quitAt returns the inbound sequence of session's latest ,quit as far as
+// the mirror has seen (see sessionKeys.quitAt).
+func (l *live) quitAt(session string) uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.sessions[subjects.Token(session)].quitAt()
+}
+
 // changed returns a channel closed on the next change of the mirror (nil
 // once the watch ended), and the session's version now.
 func (l *live) changed(session string) (<-chan struct{}, uint64) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -15,9 +16,17 @@ import (
 
 // Quit (Bub's quit(session)) is a core-NATS broadcast on
 // bub.control.quit.<session>: every gate subscribes, cancels its running
-// turns of the session with worker.ErrQuit (except the calling turn) and
+// turns of the session (except the calling turn) with worker.ErrQuit and
 // clears its waiting follow-ups of the session. The caller then waits in
 // the turn registry until those turns and follow-ups are gone.
+//
+// What quit stops is what arrived before it: the messages stored in the
+// inbound stream before the call. Before the broadcast, a quit marker in
+// the registry (subjects.Names.QuitKey) records the stream's next
+// sequence and the calling turn: a message from before it that was not
+// running anywhere (handed back by a stopping worker, or not yet
+// delivered) is dropped when it is delivered again instead of running
+// after the quit, and messages that arrive later run as usual.
 
 // quitRequest is the body of a quit broadcast.
 type quitRequest struct {
@@ -25,6 +34,10 @@ type quitRequest struct {
 	Session string `json:"session"`
 	// Except is the envelope id of the calling turn, which keeps running.
 	Except string `json:"except,omitempty"`
+	// Before is the inbound stream's next sequence when quit was
+	// called: only turns and follow-ups with a lower one stop (0: all
+	// but Except).
+	Before uint64 `json:"before,omitempty"`
 }
 
 // errNoSession is the error of a quit broadcast without a session.
@@ -42,36 +55,42 @@ func decodeQuit(data []byte) (quitRequest, error) {
 	return q, nil
 }
 
-// local holds the cancel functions of this worker's running turns and
-// waiting follow-ups, by session and envelope id.
-type local struct {
-	mu       sync.Mutex
-	sessions map[string]map[string]context.CancelCauseFunc
+// tracked is a turn or follow-up quit can stop.
+type tracked struct {
+	seq    uint64 // its inbound stream sequence
+	cancel context.CancelCauseFunc
 }
 
-// track derives the context of a turn or follow-up of session that quit
-// can cancel; untrack must be called when it ends.
-func (l *local) track(ctx context.Context, session, envelope string) (context.Context, func()) {
+// local holds this worker's running turns and waiting follow-ups, by
+// session and envelope id.
+type local struct {
+	mu       sync.Mutex
+	sessions map[string]map[string]tracked
+}
+
+// track derives the context of a turn or follow-up of session, at inbound
+// sequence seq, that quit can cancel; untrack must be called when it ends.
+func (l *local) track(ctx context.Context, session, envelope string, seq uint64) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	untrack := l.add(session, envelope, cancel)
+	untrack := l.add(session, envelope, tracked{seq, cancel})
 	return ctx, func() {
 		untrack()
 		cancel(nil)
 	}
 }
 
-// add lets quit cancel the turn or follow-up of session with cancel
-// until the returned untrack is called.
-func (l *local) add(session, envelope string, cancel context.CancelCauseFunc) (untrack func()) {
+// add lets quit cancel the turn or follow-up t of session until the
+// returned untrack is called.
+func (l *local) add(session, envelope string, t tracked) (untrack func()) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.sessions == nil {
-		l.sessions = map[string]map[string]context.CancelCauseFunc{}
+		l.sessions = map[string]map[string]tracked{}
 	}
 	if l.sessions[session] == nil {
-		l.sessions[session] = map[string]context.CancelCauseFunc{}
+		l.sessions[session] = map[string]tracked{}
 	}
-	l.sessions[session][envelope] = cancel
+	l.sessions[session][envelope] = t
 	return func() {
 		l.mu.Lock()
 		defer l.mu.Unlock()
@@ -82,15 +101,15 @@ func (l *local) add(session, envelope string, cancel context.CancelCauseFunc) (u
 	}
 }
 
-// cancel cancels every tracked turn and follow-up of session but except's
+// cancel cancels the tracked turns and follow-ups of session that q stops
 // and returns how many.
-func (l *local) cancel(session, except string) int {
+func (l *local) cancel(q quitRequest) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := 0
-	for id, cancel := range l.sessions[session] {
-		if id != except {
-			cancel(worker.ErrQuit)
+	for id, t := range l.sessions[q.Session] {
+		if id != q.Except && (q.Before == 0 || t.seq < q.Before) {
+			t.cancel(worker.ErrQuit)
 			n++
 		}
 	}
@@ -104,7 +123,7 @@ func (g *Gate) onQuit(msg *nats.Msg) {
 		g.log.Warn("admission.quit_invalid", "subject", msg.Subject, "err", err)
 		return
 	}
-	if n := g.local.cancel(q.Session, q.Except); n > 0 {
+	if n := g.local.cancel(q); n > 0 {
 		g.log.Info("admission.quit", "session", q.Session, "stopped", n)
 	}
 }
@@ -112,36 +131,63 @@ func (g *Gate) onQuit(msg *nats.Msg) {
 // Quit stops the session's turns on every worker except the turn of
 // envelope caller, clears its waiting follow-ups, and returns once the
 // turn registry shows them gone. It waits at most the registry TTL (the
-// time a dead worker's keys take to expire).
+// time a dead worker's keys take to expire). Turns and follow-ups of
+// messages that arrive meanwhile run as usual.
 func (g *Gate) Quit(ctx context.Context, session, caller string) error {
-	b, err := json.Marshal(quitRequest{Session: session, Except: caller})
+	ctx, cancel := context.WithTimeout(ctx, g.reg.ttl) // a flush needs a deadline too
+	defer cancel()
+	// Listed before the stream is read: every turn listed came before.
+	earlier, _, err := g.reg.keys(ctx, session)
+	if err != nil {
+		return fmt.Errorf("quit: %w", err)
+	}
+	st, err := g.o.JS.Stream(ctx, g.o.Names.InboundStream())
+	if err != nil {
+		return fmt.Errorf("quit: reading the inbound stream: %w", err)
+	}
+	q := quitRequest{Session: session, Except: caller, Before: st.CachedInfo().State.LastSeq + 1}
+	if err := g.reg.markQuit(ctx, session, q.Before, caller); err != nil {
+		return fmt.Errorf("quit: marking: %w", err)
+	}
+	b, err := json.Marshal(q)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, g.reg.ttl) // a flush needs a deadline too
-	defer cancel()
 	nc := g.o.JS.Conn()
+	recheck := time.NewTicker(g.reg.ttl / 3)
+	defer recheck.Stop()
+	mine := g.o.Names.TurnRunKey(session, caller)
+	last := q.stops(earlier, earlier.run, mine) // the last listing that succeeded
 	if err := nc.Publish(g.o.Names.ControlQuit(session), b); err != nil {
 		return fmt.Errorf("quit: broadcasting: %w", err)
 	}
 	if err := nc.FlushWithContext(ctx); err != nil {
 		return fmt.Errorf("quit: broadcasting: %w", err)
 	}
-	mine := g.o.Names.TurnRunKey(session, caller)
-	recheck := time.NewTicker(g.reg.ttl / 3)
-	defer recheck.Stop()
-	var last sessionKeys // the last listing that succeeded
 	for {
 		k, version, err := g.reg.keys(ctx, session)
 		if err == nil {
-			delete(k.run, mine)
-			if len(k.run) == 0 && len(k.wait) == 0 {
+			last = q.stops(k, earlier.run, mine)
+			if len(last.run) == 0 && len(last.wait) == 0 {
 				return nil
 			}
-			last = k
 		}
 		if err := g.reg.awaitChange(ctx, session, version, recheck.C, nil); err != nil {
 			return fmt.Errorf("quit: %d turns and %d follow-ups of %s did not stop: %w", len(last.run), len(last.wait), session, err)
 		}
+		// Again at every look: a turn from before the quit that registered
+		// after the last broadcast reached its worker stops too (later
+		// turns never do).
+		if err := nc.Publish(g.o.Names.ControlQuit(session), b); err != nil {
+			return fmt.Errorf("quit: broadcasting: %w", err)
+		}
 	}
+}
+
+// stops keeps of k the keys quit waits for: the run keys among earlier
+// but the caller's (mine), and the wait keys from before the quit.
+func (q quitRequest) stops(k sessionKeys, earlier map[string]bool, mine string) sessionKeys {
+	maps.DeleteFunc(k.run, func(key string, _ bool) bool { return !earlier[key] || key == mine })
+	maps.DeleteFunc(k.wait, func(key string, _ bool) bool { return keySeq(key) >= q.Before })
+	return k
 }

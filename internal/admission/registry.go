@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -147,23 +148,24 @@ type entry struct {
 	Since    time.Time `json:"since"`
 }
 
-// sessionKeys are the live run and wait keys of a session, and its
-// queued steering markers.
+// sessionKeys are the live run and wait keys of a session, its queued
+// steering markers and its quit markers.
 type sessionKeys struct {
 	run    map[string]bool
 	wait   map[string]bool
 	queued map[string]bool
+	quit   map[string]bool
 }
 
 func newSessionKeys() sessionKeys {
-	return sessionKeys{run: map[string]bool{}, wait: map[string]bool{}, queued: map[string]bool{}}
+	return sessionKeys{run: map[string]bool{}, wait: map[string]bool{}, queued: map[string]bool{}, quit: map[string]bool{}}
 }
 
 func (k sessionKeys) clone() sessionKeys {
-	return sessionKeys{run: maps.Clone(k.run), wait: maps.Clone(k.wait), queued: maps.Clone(k.queued)}
+	return sessionKeys{run: maps.Clone(k.run), wait: maps.Clone(k.wait), queued: maps.Clone(k.queued), quit: maps.Clone(k.quit)}
 }
 
-func (k sessionKeys) empty() bool { return len(k.run)+len(k.wait)+len(k.queued) == 0 }
+func (k sessionKeys) empty() bool { return len(k.run)+len(k.wait)+len(k.queued)+len(k.quit) == 0 }
 
 func (k sessionKeys) apply(key string, present bool) {
 	switch {
@@ -173,7 +175,26 @@ func (k sessionKeys) apply(key string, present bool) {
 		set(k.wait, key, present)
 	case strings.Contains(key, ".queued."):
 		set(k.queued, key, present)
+	case strings.Contains(key, ".quit."):
+		set(k.quit, key, present)
 	}
+}
+
+// quitAt returns the inbound sequence of the session's latest ,quit (0
+// when none is marked): turns and follow-ups before it never run.
+func (k sessionKeys) quitAt() uint64 {
+	var at uint64
+	for key := range k.quit {
+		at = max(at, keySeq(key))
+	}
+	return at
+}
+
+// keySeq is the sequence a wait or quit key ends with (0 when it ends
+// with none).
+func keySeq(key string) uint64 {
+	seq, _ := strconv.ParseUint(key[strings.LastIndexByte(key, '.')+1:], 10, 64)
+	return seq
 }
 
 func set(m map[string]bool, key string, present bool) {
@@ -368,6 +389,27 @@ func (r *Registry) decided(ctx context.Context, envelope string) (hooks.AdmitAct
 		return "", err
 	}
 	return hooks.AdmitAction(e.Value()), nil
+}
+
+// markQuit records that the ,quit of the turn of envelope caller stopped
+// session's messages before inbound sequence before (see
+// subjects.Names.QuitKey).
+func (r *Registry) markQuit(ctx context.Context, session string, before uint64, caller string) error {
+	return r.putMarker(ctx, r.names.QuitKey(session, before), []byte(caller))
+}
+
+// quitStops reports whether the quit marked at before (0: none) stops the
+// message of envelope at inbound sequence seq: it came before the quit
+// and is not the turn that quit.
+func (r *Registry) quitStops(ctx context.Context, session, envelope string, seq, before uint64) (bool, error) {
+	if seq >= before {
+		return false, nil
+	}
+	e, ok, err := r.exists(ctx, r.names.QuitKey(session, before))
+	if err != nil || !ok {
+		return false, err
+	}
+	return string(e.Value()) != envelope, nil
 }
 
 // queuedTTL bounds how long a queued-steering marker outlives a worker

@@ -275,10 +275,11 @@ func (n Names) ShellOwnerKey(shellID string) string { return "shell." + Token(sh
 // [Names.TurnSessionKeys] those of every session; done markers are two.
 
 // TurnSessionKeys matches the keys of every session in the turn registry
-// (run, wait and steering-claim keys), not the done markers.
+// (run, wait, steering-claim, queued-steering and quit keys), not the done
+// and decision markers.
 func (n Names) TurnSessionKeys() string { return "*.*.*" }
 
-// TurnKeysOfSession matches the run, wait and steering-claim keys of one
+// TurnKeysOfSession matches the run, wait, steering and quit keys of one
 // session (a KV-key pattern; see TurnSessionKeys).
 func (n Names) TurnKeysOfSession(session string) string { return Token(session) + ".*.*" }
 
@@ -317,6 +318,15 @@ func (n Names) SteerQueuedKey(session string, seq uint64) string {
 
 // SteerQueuedKeys matches the queued steering markers of a session.
 func (n Names) SteerQueuedKeys(session string) string { return Token(session) + ".queued.*" }
+
+// QuitKey is the turn-registry key recording that ,quit stopped the
+// session's messages stored in the inbound stream before sequence before
+// (its value is the envelope id of the turn that quit): one of them
+// delivered (again) afterwards never runs. It lives as long as a done
+// marker.
+func (n Names) QuitKey(session string, before uint64) string {
+	return fmt.Sprintf("%s.quit.%020d", Token(session), before)
+}
 
 // DoneKey is the turn-registry key marking an inbound envelope whose turn
 // finished and was acknowledged, so a redelivery never runs it again; its
