@@ -142,4 +142,29 @@ type ToolSchema struct {
 	Name        string         `json:"name"`
 	Description string         `json:"description,omitempty"`
 	Parameters  map[string]any `json:"parameters"`
+
+	encoded []byte // its JSON encoding, made once by Encoded
+}
+
+// Encoded returns s carrying its JSON encoding, made once here: encoding
+// it (or a copy of it) again copies those bytes instead of walking
+// Parameters and sorting their keys. It is for schemas offered on every
+// model call, such as a frozen tool registry's, whose fields are never
+// modified afterwards (a modified copy would still encode as s).
+func (s ToolSchema) Encoded() ToolSchema {
+	s.encoded = nil
+	if b, err := json.Marshal(s); err == nil {
+		s.encoded = b
+	}
+	return s
+}
+
+// MarshalJSON encodes s: the encoding [ToolSchema.Encoded] made, or else
+// its fields.
+func (s ToolSchema) MarshalJSON() ([]byte, error) {
+	if s.encoded != nil {
+		return s.encoded, nil
+	}
+	type fields ToolSchema // without this method
+	return json.Marshal(fields(s))
 }

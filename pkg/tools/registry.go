@@ -90,6 +90,9 @@ func (r *Registry) Freeze() {
 	r.frozen = true
 	r.usable = usable(r.sorted())
 	r.schemas = Schemas(r.usable)
+	for i, s := range r.schemas {
+		r.schemas[i] = s.Encoded() // offered on every model call
+	}
 	r.prompt = RenderPrompt(r.usable)
 }
 

@@ -21,12 +21,6 @@ const (
 	keyReasoningEffort     = "reasoning_effort"
 )
 
-// tool is the wire form of a function tool.
-type tool struct {
-	Type     string         `json:"type"`
-	Function llm.ToolSchema `json:"function"`
-}
-
 // requestBody builds the JSON body of call (precedence in Complete's doc).
 func (p *Provider) requestBody(call llm.Call) ([]byte, error) {
 	body := make(map[string]any, len(p.completionArgs)+8)
@@ -38,17 +32,7 @@ func (p *Provider) requestBody(call llm.Call) ([]byte, error) {
 		messages = []llm.Message{}
 	}
 	body[keyMessages] = messages
-	delete(body, keyTools)
-	if len(call.Tools) > 0 {
-		tools := make([]tool, len(call.Tools))
-		for i, t := range call.Tools {
-			if t.Parameters == nil {
-				t.Parameters = map[string]any{"type": "object", "properties": map[string]any{}}
-			}
-			tools[i] = tool{Type: "function", Function: t}
-		}
-		body[keyTools] = tools
-	}
+	delete(body, keyTools) // appended below
 	delete(body, keyMaxTokens)
 	delete(body, keyMaxCompletionTokens)
 	if call.MaxTokens > 0 {
@@ -59,6 +43,9 @@ func (p *Provider) requestBody(call llm.Call) ([]byte, error) {
 		body[keyReasoningEffort] = call.ReasoningEffort
 	}
 	b, err := json.Marshal(body)
+	if err == nil && len(call.Tools) > 0 {
+		b, err = appendTools(b, call.Tools)
+	}
 	if err != nil {
 		return nil, &bub.Error{
 			Kind:    bub.KindInvalidInput,
@@ -67,4 +54,33 @@ func (p *Provider) requestBody(call llm.Call) ([]byte, error) {
 		}
 	}
 	return b, nil
+}
+
+// appendTools returns b, an encoded body with other members, with the
+// tools member added: each schema as a function tool. A schema that
+// carries its encoding (llm.ToolSchema.Encoded, as a frozen tool
+// registry's do) is copied, not encoded again.
+func appendTools(b []byte, schemas []llm.ToolSchema) ([]byte, error) {
+	const fn = `{"type":"function","function":`
+	encs := make([][]byte, len(schemas))
+	n := len(b) + len(`,"tools":[]`)
+	for i, t := range schemas {
+		if t.Parameters == nil {
+			t = llm.ToolSchema{Name: t.Name, Description: t.Description, Parameters: map[string]any{"type": "object", "properties": map[string]any{}}}
+		}
+		var err error
+		if encs[i], err = t.MarshalJSON(); err != nil {
+			return nil, err
+		}
+		n += len(fn) + len(encs[i]) + len("},")
+	}
+	out := append(make([]byte, 0, n), b[:len(b)-1]...)
+	out = append(out, `,"tools":[`...)
+	for i, e := range encs {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(append(append(out, fn...), e...), '}')
+	}
+	return append(out, "]}"...), nil
 }
