@@ -17,7 +17,9 @@
 // meant are dead-lettered as invalid (dlq.ReasonInvalid) instead: a known
 // type whose data does not decode, and a handoff or tape.reset whose data
 // holds a value of the wrong type (taperec.Check), and an event of a run
-// without a seq. One of a run with a seq keeps its place in the run, as an
+// without a seq (a run end among them still moves the session's events
+// watermark past it, as far as held runs allow: a turn waits for the
+// newest stored run end). One of a run with a seq keeps its place in the run, as an
 // unknown one does, so the run is recorded without it at once instead of
 // held (and the session's events watermark with it) until Config.IdleRun
 // and then recorded as interrupted. A dead-lettered RunFinished or
@@ -28,8 +30,8 @@
 // dead letter's id is its stream sequence (dlq.Writer.Hold), so it is
 // stored once.
 //
-// A complete run whose commit fails (the tape's stream has no leader, a
-// timeout) stays held and is committed again every second, its events
+// A complete run, or an event of no run (the CLI's handoff), whose commit
+// fails (the tape's stream has no leader, a timeout) stays held and is committed again every second, its events
 // kept alive: its end keeps the session's events watermark below it, so
 // no commit of a later run of the session lets a turn read a tape without
 // it, and its own commit then moves the watermark past every run
@@ -43,7 +45,11 @@
 // for the read-your-writes bound. A run (or an event of no run) whose
 // commit the tape holds already (a recorder that lost its
 // acknowledgements gets it again, or it was stored twice) is not
-// recorded again, and the watermark still passes it.
+// recorded again, and the watermark still passes it; its later events are
+// taken as late copies. A run end that comes while its run is incomplete
+// is checked against the tape at once: a late copy of a committed run's
+// end, seen by a restarted recorder, would otherwise be held until
+// IdleRun with the session's watermark below it.
 //
 // A run whose commit the server refuses as larger than its max_payload
 // (nats.ErrMaxPayload: the limit was lowered after its events were

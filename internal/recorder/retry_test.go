@@ -17,12 +17,12 @@ import (
 	"github.com/bubbus/bub/pkg/taperec"
 )
 
-// failingStore fails every Append that carries an entry of run failRun
+// failingStore fails every Append that carries an entry fails picks
 // while blocked is set (a transient tape failure: a leader election, a
 // timeout).
 type failingStore struct {
 	*tape.JetStreamStore
-	failRun  string
+	fails    func(tape.Entry) bool
 	blocked  atomic.Bool
 	attempts atomic.Int32
 }
@@ -30,7 +30,7 @@ type failingStore struct {
 func (s *failingStore) Append(ctx context.Context, name string, entries []tape.Entry, opts ...tape.AppendOption) ([]tape.Entry, error) {
 	if s.blocked.Load() {
 		for _, e := range entries {
-			if e.Meta["run_id"] == s.failRun {
+			if s.fails(e) {
 				s.attempts.Add(1)
 				return nil, errors.New("injected transient tape failure")
 			}
@@ -59,7 +59,7 @@ func (f *fixture) eventsWatermark(t *testing.T, session string) uint64 {
 func TestFailedCommitHoldsTheWatermarkUntilRetried(t *testing.T) {
 	f := setup(t)
 	y, z := newRun("rt1", "env-y", 1, "first", "one"), newRun("rt1", "env-z", 2, "second", "two")
-	st := &failingStore{JetStreamStore: f.store, failRun: y.id}
+	st := &failingStore{JetStreamStore: f.store, fails: func(e tape.Entry) bool { return e.Meta["run_id"] == y.id }}
 	st.blocked.Store(true)
 	f.startRecorderOn(t, recorder.Config{}, st)
 	f.publish(t, y, []int{0, 1, 2, 3, 4}, map[int]string{}, false) // stream 1–5: y ends at 5

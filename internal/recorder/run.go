@@ -179,6 +179,11 @@ func (l *lane) handle(ctx context.Context, msg jetstream.Msg) {
 	if invalid != nil {
 		if runID == "" || seq < 1 {
 			l.reject(ctx, msg, dlq.ReasonInvalid, invalid)
+			if t := ev.Type(); t == events.TypeRunFinished || t == events.TypeCommandFinished {
+				// A session's next turn waits for the watermark to pass
+				// its newest stored run end, this one too.
+				l.duplicate(ctx, session, md.Sequence.Stream, nil)
+			}
 			return
 		}
 		// Dead-lettered, it still takes its place in its run, held with
@@ -197,11 +202,18 @@ func (l *lane) handle(ctx context.Context, msg jetstream.Msg) {
 	l.r.log.Debug("recorder.event", "type", ev.Type(), "run", runID, "seq", seq, "stream", md.Sequence.Stream, "delivered", md.NumDelivered)
 	batch := taperec.Map(payload, runID, ev.Time())
 	if runID == "" {
+		if held := l.runs[ev.ID()]; held != nil {
+			held.another(item{stream: md.Sequence.Stream, msg: msg}) // a copy of a held event of no run
+			return
+		}
 		if len(batch.Entries) > 0 || batch.Reset {
-			one := &run{id: ev.ID(), session: session, items: []item{{stream: md.Sequence.Stream, batch: batch, msg: msg}}}
-			if l.commit(ctx, one) != nil {
-				nak(one.heldMsgs())
-			}
+			// A run of one event, ended by it: when its commit fails it
+			// is held and retried as a run is, and holds the session's
+			// events watermark below it meanwhile.
+			one := &run{id: ev.ID(), session: session, end: md.Sequence.Stream, last: time.Now(),
+				items: []item{{stream: md.Sequence.Stream, batch: batch, msg: msg}}}
+			l.runs[one.id] = one
+			l.commitRun(ctx, one)
 			return
 		}
 		_ = msg.Ack()
@@ -255,6 +267,16 @@ func (l *lane) handle(ctx context.Context, msg jetstream.Msg) {
 			// instead of held for IdleRun with the session's watermark.
 			rn.finished, rn.end = seq, md.Sequence.Stream
 		}
+	}
+	if rn.end != 0 && !rn.complete() && rn.items[len(rn.items)-1].stream == rn.end && l.committed(ctx, rn) {
+		// The end of a run the tape holds, come again to a recorder that
+		// does not remember it (restarted since): its other events come
+		// late or not at all, and held, it would hold the session's
+		// events watermark below its end until IdleRun.
+		l.duplicates(ctx, rn)
+		delete(l.runs, runID)
+		l.done.put(runID, true)
+		return
 	}
 	if rn.complete() {
 		l.commitRun(ctx, rn)
@@ -453,6 +475,8 @@ func (l *lane) supersede(ctx context.Context, rn *run, late bool) (stale bool) {
 	}
 	if late || rn.delivery > 1 {
 		if first, _, done, _ := l.envelopeCommitted(ctx, rn); done && first != rn.resumes {
+			// rn itself on the tape: its events come again (interrupt
+			// takes them as duplicates), else another run answered.
 			l.interrupt(ctx, rn, "superseded", supersededBy(first))
 			return true
 		}
@@ -534,7 +558,9 @@ func (l *lane) sweep(ctx context.Context) {
 // partial turn enters later context.
 func (l *lane) interrupt(ctx context.Context, rn *run, reason string, detail map[string]any) {
 	if l.committed(ctx, rn) {
+		// Its later events are late copies too.
 		l.duplicates(ctx, rn)
+		l.done.put(rn.id, true)
 		return
 	}
 	data := map[string]any{"run_id": rn.id, "reason": reason, "events": len(rn.items)}
