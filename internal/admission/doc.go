@@ -30,8 +30,13 @@
 //     or claimed by a turn that no longer runs (its run key gone: handed
 //     back, and its redelivery ended without taking them), are
 //     re-injected into the inbound stream as forced follow-ups (header
-//     Bub-Admission: follow_up). Without a running turn, steer behaves
-//     like follow_up.
+//     Bub-Admission: follow_up; Bub-Arrived keeps the inbound sequence the
+//     message first arrived at, which is what ,quit compares). A claim is
+//     created only where none exists (KV create), by a turn's drain or by
+//     the sweep before it re-injects, so a message is taken once. A
+//     message a finished turn took but could not remove stays claimed as
+//     taken and is removed, not run, by the next sweep. Without a running
+//     turn, steer behaves like follow_up.
 //
 // Each worker mirrors the registry's session keys from one KV watch, so a
 // snapshot costs one direct get (the barrier that makes the mirror exact
@@ -65,8 +70,11 @@
 // registry (quit.<next inbound sequence>, the caller as its value) drops
 // one of them that was running nowhere during the quit (a turn or
 // follow-up handed back by a stopping worker, a message not yet
-// delivered) when it is delivered; messages that arrive after the quit
-// run as usual, and Quit does not wait for them.
+// delivered, a steering message re-injected as a follow-up) when it is
+// delivered; messages that arrive after the quit run as usual, and Quit
+// does not wait for them. A turn the quit stops gives back the steering
+// messages it took that arrived after the quit (the end-of-turn sweep
+// runs them as follow-ups).
 //
 // Decisions are sticky across redeliveries: a redelivered envelope that
 // finds its own run or wait key keeps that decision. A done marker written

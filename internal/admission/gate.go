@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -177,7 +178,7 @@ func (g *Gate) Process(ctx context.Context, in worker.Inbound) error {
 		return g.drop(ctx, session, env)
 	case steer:
 		if snap.IsRunning {
-			return g.steerInto(ctx, session, env)
+			return g.steerInto(ctx, session, env, arrived(in))
 		}
 		return g.followUp(ctx, in, session, snap)
 	case followUp:
@@ -318,10 +319,11 @@ func (g *Gate) dropped(ctx context.Context, session string, env *envelope.Envelo
 	return nil
 }
 
-// steerInto queues env for the session's running turn. When the turn
-// ended meanwhile, the sweep makes it a follow-up.
-func (g *Gate) steerInto(ctx context.Context, session string, env *envelope.Envelope) error {
-	if err := g.steer.Publish(ctx, session, env); err != nil {
+// steerInto queues env, arrived at inbound sequence at, for the session's
+// running turn. When the turn ended meanwhile, the sweep makes it a
+// follow-up.
+func (g *Gate) steerInto(ctx context.Context, session string, env *envelope.Envelope, at uint64) error {
+	if err := g.steer.Publish(ctx, session, env, at); err != nil {
 		return retry("steering", err)
 	}
 	if err := g.reg.markDecided(ctx, env.ID, steer); err != nil {
@@ -344,7 +346,7 @@ func (g *Gate) followUp(ctx context.Context, in worker.Inbound, session string, 
 		return retry("queueing a follow-up", err)
 	}
 	g.log.Info("admission.follow_up_queued", "session", session, "envelope", in.Envelope.ID, "seq", in.StreamSeq)
-	wctx, untrack := g.local.track(ctx, session, in.Envelope.ID, in.StreamSeq)
+	wctx, untrack := g.local.track(ctx, session, in.Envelope.ID, arrived(in))
 	err = g.reg.awaitTurn(wctx, session, key, in.Stopping)
 	quit := errors.Is(context.Cause(wctx), worker.ErrQuit)
 	untrack()
@@ -378,6 +380,7 @@ func (g *Gate) run(ctx context.Context, in worker.Inbound, session string, wait 
 		herr    error
 		untrack = func() {}
 		held    = make(chan struct{})
+		at      = arrived(in)
 	)
 	go func() {
 		defer close(held)
@@ -387,8 +390,8 @@ func (g *Gate) run(ctx context.Context, in worker.Inbound, session string, wait 
 			cancel(herr)
 			return
 		}
-		untrack = g.local.add(session, env.ID, tracked{in.StreamSeq, cancel})
-		if stop, _ := g.reg.quitStops(ctx, session, env.ID, in.StreamSeq, g.reg.live.quitAt(session)); stop {
+		untrack = g.local.add(session, env.ID, tracked{at, cancel})
+		if stop, _ := g.reg.quitStops(ctx, session, env.ID, at, g.reg.live.quitAt(session)); stop {
 			cancel(worker.ErrQuit) // a ,quit after it came first
 		}
 		if wait != nil {
@@ -418,7 +421,13 @@ func (g *Gate) run(ctx context.Context, in worker.Inbound, session string, wait 
 		l.stop()
 		return err
 	}
-	if cerr := inbox.Commit(cctx); cerr != nil {
+	var before uint64 // the quit's: the steering messages it stops
+	if quit {
+		if k, _, kerr := g.reg.keys(cctx, session); kerr == nil {
+			before = k.quitAt()
+		}
+	}
+	if cerr := inbox.Commit(cctx, before); cerr != nil {
 		g.log.Warn("admission.steer_commit_failed", "session", session, "err", cerr)
 	}
 	if quit {
@@ -433,6 +442,10 @@ func (g *Gate) run(ctx context.Context, in worker.Inbound, session string, wait 
 	return g.finish(cctx, env.ID, err)
 }
 
+// arrived is the inbound sequence at which the message of in first
+// arrived (worker.Inbound.Arrived, else its own).
+func arrived(in worker.Inbound) uint64 { return cmp.Or(in.Arrived, in.StreamSeq) }
+
 // quitBefore reports whether a ,quit of session that came after the
 // message of in stops it (see subjects.Names.QuitKey). A first delivery
 // asks the mirror as far as it has seen (free); a redelivery, which may be
@@ -446,7 +459,7 @@ func (g *Gate) quitBefore(ctx context.Context, in worker.Inbound, session string
 		}
 		at = k.quitAt()
 	}
-	stop, err := g.reg.quitStops(ctx, session, in.Envelope.ID, in.StreamSeq, at)
+	stop, err := g.reg.quitStops(ctx, session, in.Envelope.ID, arrived(in), at)
 	if err != nil {
 		return false, retry("reading the quit marker", err)
 	}

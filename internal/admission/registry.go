@@ -140,12 +140,15 @@ func (r *Registry) beatAll(held []*lease) {
 	}
 }
 
-// entry is the value of a run or wait key.
+// entry is the value of a run, wait or steering-claim key.
 type entry struct {
 	Envelope string    `json:"envelope"`
 	Seq      uint64    `json:"seq,omitempty"`
 	Owner    string    `json:"owner"`
 	Since    time.Time `json:"since"`
+	// Taken marks the claim of a steering message a finished turn took
+	// but could not remove (see Inbox.Commit).
+	Taken bool `json:"taken,omitempty"`
 }
 
 // sessionKeys are the live run and wait keys of a session, its queued
@@ -222,11 +225,12 @@ func (r *Registry) keys(ctx context.Context, session string) (sessionKeys, uint6
 	return k, 0, err
 }
 
-// listKeys lists the live run and wait keys of session from a watch of
-// their own (a consumer): the fallback when the mirror cannot answer.
+// listKeys lists the live session keys of session (as the mirror holds
+// them) from a watch of their own (a consumer): the fallback when the
+// mirror cannot answer.
 func (r *Registry) listKeys(ctx context.Context, session string) (sessionKeys, error) {
 	out := newSessionKeys()
-	w, err := r.kv.WatchFiltered(ctx, []string{r.names.TurnRunKeys(session), r.names.TurnWaitKeys(session), r.names.SteerQueuedKeys(session)}, jetstream.IgnoreDeletes(), jetstream.MetaOnly())
+	w, err := r.kv.WatchFiltered(ctx, []string{r.names.TurnKeysOfSession(session)}, jetstream.IgnoreDeletes(), jetstream.MetaOnly())
 	if err != nil {
 		return out, fmt.Errorf("listing turns of %s: %w", session, err)
 	}
@@ -268,10 +272,39 @@ func (r *Registry) hold(ctx context.Context, key string, v any) (*lease, error) 
 	if err := jsretry.Read(ctx, l.beat); err != nil {
 		return nil, fmt.Errorf("registering %s: %w", key, err)
 	}
+	return r.keep(l), nil
+}
+
+// keep heartbeats l from now on.
+func (r *Registry) keep(l *lease) *lease {
 	r.mu.Lock()
 	r.leases[l] = struct{}{}
 	r.mu.Unlock()
-	return l, nil
+	return l
+}
+
+// claim writes key with the registry TTL unless it exists (one claimer
+// wins: jetstream.ErrKeyExists for the others) and heartbeats it as hold
+// does.
+func (r *Registry) claim(ctx context.Context, key string, v any) (*lease, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := r.kv.Create(ctx, key, b, jetstream.KeyTTL(r.ttl)); err != nil {
+		return nil, err
+	}
+	return r.keep(&lease{r: r, key: key, val: b}), nil
+}
+
+// markTaken rewrites the steering claim key of the message at steer
+// sequence seq as taken, for the done markers' TTL (see Inbox.Commit).
+func (r *Registry) markTaken(ctx context.Context, key string, seq uint64) error {
+	b, err := json.Marshal(entry{Seq: seq, Taken: true, Since: time.Now().UTC()})
+	if err != nil {
+		return err
+	}
+	return r.putMarker(ctx, key, b)
 }
 
 // beat (re)writes the key with a fresh TTL and waits for the write. KV

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 
 	"github.com/nats-io/nats.go"
@@ -13,6 +14,7 @@ import (
 	"github.com/bubbus/bub/internal/dlq"
 	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/events"
+	"github.com/bubbus/bub/pkg/jsretry"
 	"github.com/bubbus/bub/pkg/subjects"
 )
 
@@ -54,14 +56,11 @@ func (s *Steering) steerStream(ctx context.Context) (jetstream.Stream, error) {
 	return st, nil
 }
 
-// Publish queues env for the running turn of session. The CloudEvent id
-// is the envelope id, so a redelivered inbound message steers once.
-func (s *Steering) Publish(ctx context.Context, session string, env *envelope.Envelope) error {
-	ev, err := events.New(events.TypeEnvelopeInbound, events.Attrs{ID: env.ID, Source: s.source, SessionID: session}, env)
-	if err != nil {
-		return err
-	}
-	msg, err := events.ToMsg(s.names.Steer(session), ev)
+// Publish queues env, which arrived at inbound sequence arrived, for the
+// running turn of session. The CloudEvent id is the envelope id, so a
+// redelivered inbound message steers once.
+func (s *Steering) Publish(ctx context.Context, session string, env *envelope.Envelope, arrived uint64) error {
+	msg, err := s.message(s.names.Steer(session), session, env, arrived)
 	if err != nil {
 		return err
 	}
@@ -129,8 +128,9 @@ func DecodeSteer(header nats.Header, data []byte) (*envelope.Envelope, error) {
 
 // stored is one steering message read from the stream.
 type stored struct {
-	seq uint64
-	env *envelope.Envelope
+	seq     uint64
+	env     *envelope.Envelope
+	arrived uint64 // its inbound sequence (Bub-Arrived), 0 when unknown
 }
 
 // each calls fn for every steering message of session at or after from
@@ -159,7 +159,8 @@ func (s *Steering) each(ctx context.Context, session string, from uint64, fn fun
 			_ = s.remove(ctx, session, raw.Sequence)
 			continue
 		}
-		if err := fn(stored{seq: raw.Sequence, env: env}); err != nil {
+		arrived, _ := strconv.ParseUint(raw.Header.Get(subjects.HeaderArrived), 10, 64)
+		if err := fn(stored{seq: raw.Sequence, env: env, arrived: arrived}); err != nil {
 			return next, err
 		}
 	}
@@ -179,24 +180,40 @@ func (s *Steering) remove(ctx context.Context, session string, seq uint64) error
 }
 
 // Sweep re-injects every unclaimed steering message of session into the
-// inbound stream as a forced follow-up (its envelope id kept, so the
-// sender's reply waiter gets the answer), then removes it. Call it when
-// the session has no running turn. Publishing before removing, with a
-// deterministic Nats-Msg-Id, makes concurrent or repeated sweeps publish
-// each message once within the duplicate window.
+// inbound stream as a forced follow-up (its envelope id and arrival kept,
+// so the sender's reply waiter gets the answer and ,quit still knows it),
+// then removes it. Call it when the session has no running turn. The
+// sweep claims a message before re-injecting it (a claim only one claimer
+// creates), so a turn that starts meanwhile and drains it does not run it
+// too; publishing before removing, with a deterministic Nats-Msg-Id,
+// makes repeated sweeps publish each message once within the duplicate
+// window. A message a finished turn took, whose removal failed, is
+// removed.
 func (s *Steering) Sweep(ctx context.Context, session string) (int, error) {
 	n := 0
 	_, err := s.each(ctx, session, 1, func(m stored) error {
-		e, claimed, err := s.reg.exists(ctx, s.names.SteerClaimKey(session, m.seq))
+		key := s.names.SteerClaimKey(session, m.seq)
+		e, claimed, err := s.reg.exists(ctx, key)
 		if err != nil {
 			return err
 		}
-		if claimed {
+		switch {
+		case claimed && taken(e):
+			return s.remove(ctx, session, m.seq)
+		case claimed:
 			if running, err := s.ownerRuns(ctx, session, e); err != nil || running {
 				return err
 			}
+		default:
+			if l, err := s.reg.claim(ctx, key, entry{Envelope: m.env.ID, Seq: m.seq}); errors.Is(err, jetstream.ErrKeyExists) {
+				return nil // a turn took it meanwhile
+			} else if err != nil {
+				return err
+			} else {
+				l.stop() // kept until its TTL: the message is gone before then
+			}
 		}
-		if err := s.reinject(ctx, session, m.env); err != nil {
+		if err := s.reinject(ctx, session, m); err != nil {
 			return err
 		}
 		n++
@@ -220,12 +237,23 @@ func (s *Steering) ownerRuns(ctx context.Context, session string, e jetstream.Ke
 	return ok, err
 }
 
-func (s *Steering) reinject(ctx context.Context, session string, env *envelope.Envelope) error {
+// message is the inbound-envelope event of env, which arrived at inbound
+// sequence arrived (0: unknown), on subject.
+func (s *Steering) message(subject, session string, env *envelope.Envelope, arrived uint64) (*nats.Msg, error) {
 	ev, err := events.New(events.TypeEnvelopeInbound, events.Attrs{ID: env.ID, Source: s.source, SessionID: session}, env)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	msg, err := events.ToMsg(s.names.Inbound(env.ChannelOrDefault()), ev)
+	msg, err := events.ToMsg(subject, ev)
+	if err == nil && arrived > 0 {
+		msg.Header.Set(subjects.HeaderArrived, strconv.FormatUint(arrived, 10))
+	}
+	return msg, err
+}
+
+func (s *Steering) reinject(ctx context.Context, session string, m stored) error {
+	env := m.env
+	msg, err := s.message(s.names.Inbound(env.ChannelOrDefault()), session, env, m.arrived)
 	if err != nil {
 		return err
 	}
@@ -251,8 +279,9 @@ type Inbox struct {
 }
 
 type claim struct {
-	seq   uint64
-	lease *lease
+	seq     uint64
+	arrived uint64 // the message's inbound sequence, 0 when unknown
+	lease   *lease
 }
 
 // Inbox returns the steering inbox of the turn of envelope owner.
@@ -284,11 +313,17 @@ func (in *Inbox) Drain(ctx context.Context) ([]*envelope.Envelope, error) {
 		if taken && !ownedBy(e, in.owner) {
 			return nil
 		}
-		l, err := in.s.reg.hold(ctx, key, entry{Envelope: m.env.ID, Owner: in.owner, Seq: m.seq})
+		v := entry{Envelope: m.env.ID, Owner: in.owner, Seq: m.seq}
+		var l *lease
+		if taken { // an earlier delivery of this turn's: taken over
+			l, err = in.s.reg.hold(ctx, key, v)
+		} else if l, err = in.s.reg.claim(ctx, key, v); errors.Is(err, jetstream.ErrKeyExists) {
+			return nil // another turn, or a sweep, claimed it meanwhile
+		}
 		if err != nil {
 			return err
 		}
-		in.claims = append(in.claims, claim{seq: m.seq, lease: l})
+		in.claims = append(in.claims, claim{seq: m.seq, arrived: m.arrived, lease: l})
 		out = append(out, m.env)
 		return nil
 	})
@@ -307,6 +342,13 @@ func ownedBy(e jetstream.KeyValueEntry, owner string) bool {
 	return err == nil && v.Owner == owner
 }
 
+// taken reports whether claim e marks a message a finished turn took
+// (Registry.markTaken).
+func taken(e jetstream.KeyValueEntry) bool {
+	v, err := decodeEntry(e.Value())
+	return err == nil && v.Taken
+}
+
 // Claimed returns how many steering messages the turn took.
 func (in *Inbox) Claimed() int {
 	in.mu.Lock()
@@ -315,13 +357,31 @@ func (in *Inbox) Claimed() int {
 }
 
 // Commit removes the claimed messages: the turn that took them finished.
-func (in *Inbox) Commit(ctx context.Context) error {
+// A turn stopped by ,quit passes the quit's inbound sequence as before:
+// the messages that arrived after the quit are given back instead (their
+// claims removed), for the end-of-turn sweep to run them as follow-ups. A
+// message whose removal fails stays claimed as taken (for the done
+// markers' TTL), so that no sweep runs it again and the next sweep removes
+// it.
+func (in *Inbox) Commit(ctx context.Context, before uint64) error {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	var errs []error
 	for _, c := range in.claims {
-		errs = append(errs, in.s.remove(ctx, in.session, c.seq))
-		c.lease.end(ctx)
+		if before > 0 && c.arrived >= before {
+			c.lease.end(ctx)
+			continue
+		}
+		err := jsretry.Read(ctx, func(ctx context.Context) error { return in.s.remove(ctx, in.session, c.seq) })
+		if err == nil {
+			c.lease.end(ctx)
+			continue
+		}
+		c.lease.stop() // no heartbeat may overwrite the mark
+		if merr := in.s.reg.markTaken(ctx, c.lease.key, c.seq); merr != nil {
+			err = errors.Join(err, merr)
+		}
+		errs = append(errs, err)
 	}
 	in.claims = nil
 	return errors.Join(errs...)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +28,10 @@ type Inbound struct {
 	Delivery uint64
 	// StreamSeq is the inbound stream sequence of the message.
 	StreamSeq uint64
+	// Arrived is the inbound stream sequence at which the message first
+	// arrived: StreamSeq, or for a steering message re-injected as a
+	// follow-up, the original's (its Bub-Arrived header).
+	Arrived uint64
 	// Traceparent and Tracestate carry the W3C trace context of the sender.
 	Traceparent, Tracestate string
 	// Admission is a decision forced by the Bub-Admission header ("" for
@@ -303,6 +308,10 @@ func decode(msg jetstream.Msg) (Inbound, string, error) {
 	if md, err := msg.Metadata(); err == nil {
 		in.Delivery = md.NumDelivered
 		in.StreamSeq = md.Sequence.Stream
+	}
+	in.Arrived = in.StreamSeq
+	if first, err := strconv.ParseUint(msg.Headers().Get(subjects.HeaderArrived), 10, 64); err == nil && first > 0 {
+		in.Arrived = first
 	}
 	in.Traceparent, in.Tracestate = events.Traceparent(ev)
 	return in, "", nil

@@ -300,9 +300,6 @@ func (n Names) TurnWaitKey(session string, seq uint64) string {
 	return fmt.Sprintf("%s.wait.%020d", Token(session), seq)
 }
 
-// TurnWaitKeys matches the waiting follow-ups of a session.
-func (n Names) TurnWaitKeys(session string) string { return Token(session) + ".wait.*" }
-
 // SteerClaimKey is the turn-registry key by which a running turn claims
 // the steering message at steer-stream sequence seq.
 func (n Names) SteerClaimKey(session string, seq uint64) string {
@@ -315,9 +312,6 @@ func (n Names) SteerClaimKey(session string, seq uint64) string {
 func (n Names) SteerQueuedKey(session string, seq uint64) string {
 	return fmt.Sprintf("%s.queued.%020d", Token(session), seq)
 }
-
-// SteerQueuedKeys matches the queued steering markers of a session.
-func (n Names) SteerQueuedKeys(session string) string { return Token(session) + ".queued.*" }
 
 // QuitKey is the turn-registry key recording that ,quit stopped the
 // session's messages stored in the inbound stream before sequence before
@@ -395,6 +389,11 @@ const (
 	// message: "follow_up" on a late steering message re-injected as a
 	// follow-up.
 	HeaderAdmission = "Bub-Admission"
+	// HeaderArrived carries, on a steering message and on the follow-up
+	// it is re-injected as, the inbound stream sequence at which the
+	// message first arrived (what ,quit compares: see
+	// worker.Inbound.Arrived).
+	HeaderArrived = "Bub-Arrived"
 	// HeaderDLQStream and HeaderDLQSeq say where a dead letter was stored
 	// before (its original stream and sequence); HeaderDLQDeliveries how
 	// often it was delivered.
