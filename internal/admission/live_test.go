@@ -1,6 +1,8 @@
 package admission
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -120,6 +122,35 @@ func TestKeysFallBackWhenTheMirrorStopped(t *testing.T) {
 	}
 	if got := runKeys(t, b, "s"); !slices.Equal(got, []string{key}) {
 		t.Fatalf("snapshot without the mirror %v, want [%s]", got, key)
+	}
+}
+
+// With its watch gone, a wait for the session's next change (a follow-up
+// waiting for its turn, Quit) waits for its recheck instead of returning
+// at once: it used to list the keys again and again, a consumer each.
+func TestWaitWithoutTheMirrorWaitsForTheRecheck(t *testing.T) {
+	a, b := twoRegistries(t)
+	if _, err := a.hold(t.Context(), a.names.TurnRunKey("s", "e1"), entry{Envelope: "e1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.keys(t.Context(), "s"); err != nil { // the mirror has seen s
+		t.Fatal(err)
+	}
+	b.live.stop()
+	natstest.Eventually(t, 5*time.Second, func() (bool, string) {
+		b.live.mu.Lock()
+		defer b.live.mu.Unlock()
+		return b.live.ended != nil, "the mirror's watch has not ended"
+	})
+	_, version, err := b.keys(t.Context(), "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if err := b.awaitChange(ctx, "s", version, nil, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("awaitChange without the mirror returned %v after %v, want it to wait (here until its deadline)", err, time.Since(start))
 	}
 }
 

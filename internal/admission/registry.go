@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -208,9 +209,11 @@ func set(m map[string]bool, key string, present bool) {
 	}
 }
 
-// keys lists the live run and wait keys and the queued steering markers
-// of session, exact as of the
-// call, and the session's change version in the mirror (0 when the mirror
+// unversioned is the version of a listing the mirror did not make.
+const unversioned = math.MaxUint64
+
+// keys lists the live session keys of session, exact as of the call, and
+// the session's change version in the mirror (unversioned when the mirror
 // could not answer and the keys were listed from a watch of their own).
 func (r *Registry) keys(ctx context.Context, session string) (sessionKeys, uint64, error) {
 	k, v, err := r.live.keys(ctx, session)
@@ -218,11 +221,11 @@ func (r *Registry) keys(ctx context.Context, session string) (sessionKeys, uint6
 		return k, v, nil
 	}
 	if ctx.Err() != nil {
-		return k, 0, err
+		return k, unversioned, err
 	}
 	r.log.Warn("admission.mirror_unavailable", "session", session, "err", err)
 	k, err = r.listKeys(ctx, session)
-	return k, 0, err
+	return k, unversioned, err
 }
 
 // listKeys lists the live session keys of session (as the mirror holds
@@ -493,15 +496,17 @@ func (r *Registry) awaitTurn(ctx context.Context, session, mine string, stopping
 }
 
 // awaitChange blocks until the mirror's version of session differs from
-// version or recheck ticks; it fails once ctx is done (a caller whose
-// last listing failed has no version to wait on).
+// version or recheck ticks; it fails once ctx is done. A listing the
+// mirror did not make (unversioned) waits for the mirror's next change, or
+// for recheck once its watch ended (no change comes then: the caller
+// would list the keys again and again).
 func (r *Registry) awaitChange(ctx context.Context, session string, version uint64, recheck <-chan time.Time, stopping <-chan struct{}) error {
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		changed, now := r.live.changed(session)
-		if now != version {
+		if version != unversioned && now != version {
 			return nil
 		}
 		select {
@@ -512,6 +517,9 @@ func (r *Registry) awaitChange(ctx context.Context, session string, version uint
 		case <-recheck:
 			return nil
 		case <-changed:
+			if version == unversioned {
+				return nil
+			}
 		}
 	}
 }
