@@ -1,11 +1,11 @@
 package ingress
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -56,8 +56,8 @@ type Gateway struct {
 
 type waiter struct {
 	size int
-	got  map[string]envelope.Envelope // by outbound id (deduplicated)
-	byIx map[int]string
+	got  map[string]bool     // outbound ids taken (deduplicated)
+	out  []envelope.Envelope // in arrival order
 	done chan struct{}
 }
 
@@ -197,7 +197,7 @@ func SessionHint(env *envelope.Envelope) string {
 // every outbound envelope of the turn arrived or ctx ends, and releases the
 // registration.
 func (g *Gateway) Expect(id string) func(ctx context.Context) ([]envelope.Envelope, error) {
-	w := &waiter{size: -1, got: map[string]envelope.Envelope{}, byIx: map[int]string{}, done: make(chan struct{})}
+	w := &waiter{size: -1, got: map[string]bool{}, done: make(chan struct{})}
 	g.mu.Lock()
 	if g.waiters[id] == nil {
 		g.waiters[id] = map[*waiter]struct{}{}
@@ -225,10 +225,20 @@ func (g *Gateway) Expect(id string) func(ctx context.Context) ([]envelope.Envelo
 func (g *Gateway) partial(w *waiter) []envelope.Envelope {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	out := make([]envelope.Envelope, 0, len(w.byIx))
-	for _, ix := range slices.Sorted(maps.Keys(w.byIx)) {
-		out = append(out, w.got[w.byIx[ix]])
+	// Each batch in its index order (replies of one batch may arrive out
+	// of it), the batches in the order their first reply arrived (a batch
+	// is told by its size: an error envelope after some replies of a
+	// batch is a batch of one of its own).
+	first := map[int]int{}
+	for i, env := range w.out {
+		if _, ok := first[env.BatchSize]; !ok {
+			first[env.BatchSize] = i
+		}
 	}
+	out := slices.Clone(w.out)
+	slices.SortStableFunc(out, func(a, b envelope.Envelope) int {
+		return cmp.Or(cmp.Compare(first[a.BatchSize], first[b.BatchSize]), cmp.Compare(a.BatchIndex, b.BatchIndex))
+	})
 	return out
 }
 
@@ -266,13 +276,15 @@ func (g *Gateway) onOutbound(subject string, header nats.Header, data []byte) {
 
 // add takes env unless the waiter has it already, closes done once the
 // batch is complete (under the gateway's lock) and reports whether it took
-// env.
+// env. Every reply is kept (a turn that fails after some replies of a
+// batch answers with an error envelope of a batch of its own, whose index
+// repeats one of theirs) and answered in the order partial gives.
 func (w *waiter) add(env envelope.Envelope) bool {
-	if _, dup := w.got[env.ID]; dup {
+	if w.got[env.ID] {
 		return false
 	}
-	w.got[env.ID] = env
-	w.byIx[env.BatchIndex] = env.ID
+	w.got[env.ID] = true
+	w.out = append(w.out, env)
 	w.size = max(env.BatchSize, 1)
 	if len(w.got) >= w.size {
 		select {

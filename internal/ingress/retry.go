@@ -4,27 +4,21 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"time"
 )
 
 // answerRetry answers a POST whose envelope id the inbound stream already
 // had (within its duplicate window): once the turn finished, 200 with its
 // original replies, the body of a first successful ?wait POST; before,
-// it waits up to wait like a first ?wait POST (202 pending when the wait
-// ends first), and without ?wait it is 202 as before.
-func (s *Server) answerRetry(w http.ResponseWriter, r *http.Request, rc Receipt, wait time.Duration) {
-	ctx := r.Context()
-	if wait > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, wait)
-		defer cancel()
-	}
-	outs, err := s.gw.Answer(ctx, rc.ID, wait > 0)
+// with wait it waits until ctx ends, what the publish left of the POST's
+// ?wait, like a first ?wait POST (202 pending when the wait ends first),
+// and without it is 202 as before.
+func (s *Server) answerRetry(ctx context.Context, w http.ResponseWriter, rc Receipt, wait bool) {
+	outs, err := s.gw.Answer(ctx, rc.ID, wait)
 	switch {
 	case err == nil:
 		writeJSON(w, http.StatusOK, reply{Receipt: rc, Outbounds: outs})
 	case errors.Is(err, ErrUnfinished):
-		writeJSON(w, http.StatusAccepted, reply{Receipt: rc, Pending: wait > 0})
+		writeJSON(w, http.StatusAccepted, reply{Receipt: rc, Pending: wait})
 	case errors.Is(err, ErrReplyGone):
 		writeError(w, http.StatusGone, "reply_gone", err.Error())
 	default:

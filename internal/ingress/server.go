@@ -259,7 +259,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		if await != nil {
 			_, _ = await(canceled()) // a retry's replies come from the done marker
 		}
-		s.answerRetry(w, r, rc, wait)
+		s.answerRetry(actx, w, rc, wait > 0)
 		return
 	}
 	if await == nil {

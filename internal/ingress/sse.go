@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -94,6 +95,10 @@ func sseEvent(m *nats.Msg, delta bool) (name string, data []byte) {
 		// sdk-go writes the data of a binary-mode event as it is: not
 		// JSON when the event's data is not, whatever its content type.
 		err = errors.New("its data is not JSON: it has no structured form")
+	}
+	if err == nil && strings.ContainsAny(ev.Type(), "\r\n") {
+		// The type names the SSE event, on a line of its own.
+		err = errors.New("its type has a line break")
 	}
 	if err != nil {
 		return sseError(m, err)

@@ -125,18 +125,26 @@ func CheckName(what, name string) error {
 
 // Validation errors.
 var (
-	ErrNoID      = errors.New("envelope: id is required")
+	ErrNoID = errors.New("envelope: id is required")
+	// ErrIDSpace: the id is its message's Nats-Msg-Id, a header value,
+	// which NATS clients trim and keep on one line, so "a " would be
+	// deduplicated as a copy of "a".
+	ErrIDSpace   = errors.New("envelope: id must not start or end with white space or hold a line break")
 	ErrNoContent = errors.New("envelope: content is required")
 	ErrKind      = errors.New("envelope: kind must be normal, command or error")
 )
 
-// Validate reports what makes an inbound envelope unusable: no id, no
-// content, an unknown kind, or an id, session id, channel, chat id or
-// output channel longer than [MaxNameBytes].
+// Validate reports what makes an inbound envelope unusable: no id, an id
+// with white space at an end or a line break, no content, an unknown
+// kind, or an id, session id, channel, chat id or output channel longer
+// than [MaxNameBytes].
 func (e *Envelope) Validate() error {
 	var errs []error
-	if strings.TrimSpace(e.ID) == "" {
+	switch {
+	case strings.TrimSpace(e.ID) == "":
 		errs = append(errs, ErrNoID)
+	case strings.TrimSpace(e.ID) != e.ID || strings.ContainsAny(e.ID, "\r\n"):
+		errs = append(errs, ErrIDSpace)
 	}
 	if e.Content == "" && len(e.Media) == 0 {
 		errs = append(errs, ErrNoContent)
