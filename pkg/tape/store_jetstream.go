@@ -396,6 +396,9 @@ func (s *JetStreamStore) window(ctx context.Context, ix Index, q Query, shared b
 	return s.readCommitted(ctx, ix, start, firstID, ix.LastID-firstID+1, shared)
 }
 
+// maxPrealloc bounds the room readCommitted makes before reading.
+const maxPrealloc = 4096
+
 // readCommitted reads count committed entries starting at stream sequence
 // start, where ix commits the entry with id firstID: those the cache
 // holds from there, then the rest from the stream. It checks that the ids
@@ -424,7 +427,9 @@ func (s *JetStreamStore) readCommitted(ctx context.Context, ix Index, start uint
 	if len(cached) > 0 {
 		from = last + 1
 	}
-	read := make([]cachedEntry, 0, count-int64(len(cached)))
+	// count comes from the index, which any client may have written: room
+	// is made for what a read holds at most, the rest as entries come.
+	read := make([]cachedEntry, 0, min(count-int64(len(cached)), maxPrealloc))
 	next := firstID + int64(len(cached))
 	add := func(seq uint64, _ string, data []byte) error {
 		e, ok := decodeMessage(data)
