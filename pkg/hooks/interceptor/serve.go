@@ -347,14 +347,26 @@ func (s *Service) reply(req micro.Request, h hooks.Hook, rep *remote.Reply) {
 // error's kind) and an {"error": {kind, message, details}} body.
 func (s *Service) fail(req micro.Request, h hooks.Hook, err error) {
 	body, merr := json.Marshal(remote.Reply{Error: remote.WireError(err)})
-	if merr != nil { // details that do not encode: keep kind and message
+	if limit := s.nc.MaxPayload(); merr != nil || limit > 0 && int64(len(body)) > limit-errorHeadroom {
+		// Details that do not encode, or an error larger than the server
+		// takes: kind and message only, the message cut to fit, so the
+		// caller gets an answer at once instead of its timeout.
 		be := bub.AsError(err)
-		body, _ = json.Marshal(remote.Reply{Error: &remote.ErrorBody{Kind: be.Kind, Message: be.Message}})
+		msg := be.Message
+		// A sixth: JSON writes a byte as up to six (\u003c).
+		if fit := max(limit-errorHeadroom, 0) / 6; limit > 0 && int64(len(msg)) > fit {
+			msg = strings.ToValidUTF8(msg[:fit], "") + "…"
+		}
+		body, _ = json.Marshal(remote.Reply{Error: &remote.ErrorBody{Kind: be.Kind, Message: msg}})
 	}
 	if rerr := req.Error(remote.ErrorCode(bub.AsError(err).Kind), headerText(err.Error()), body); rerr != nil {
 		s.log.Warn("interceptor.reply_failed", "hook", h, "err", rerr)
 	}
 }
+
+// errorHeadroom is what an error reply keeps of max_payload for its
+// headers and the JSON around the message.
+const errorHeadroom = 4 << 10
 
 // headerText makes s fit a header value: one line, at most 1 KiB.
 func headerText(s string) string {

@@ -100,6 +100,10 @@ func decodeReply(h hooks.Hook, hdr nats.Header, data []byte) (r Reply, remoteErr
 	if bytes.Equal(data, emptyReply) {
 		return r, nil, nil
 	}
+	if t := bytes.TrimSpace(data); len(t) == 0 || t[0] != '{' {
+		// null among them, which would decode as no opinion.
+		return Reply{}, nil, malformed("the reply is not a JSON object")
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&r); err != nil {

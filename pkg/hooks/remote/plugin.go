@@ -39,6 +39,7 @@ type Plugin struct {
 	span func(ctx context.Context, subject string) (context.Context, func(error))
 	// subject holds bub.hook.<service>.<hook> per hook in Hooks().
 	subject map[hooks.Hook]string
+	group   string // the subject prefix of its endpoints
 	stats   counters
 
 	// mu guards the fields below.
@@ -100,6 +101,7 @@ func New(nc *nats.Conn, names subjects.Names, cfg Config, log *slog.Logger, opts
 		cfg:     cfg.withDefaults(),
 		log:     log.With("interceptor", cfg.Service),
 		subject: make(map[hooks.Hook]string, len(served)),
+		group:   names.HookService(cfg.Service),
 	}
 	for _, h := range served {
 		p.subject[h] = names.Hook(cfg.Service, string(h))
@@ -143,6 +145,13 @@ func (p *Plugin) Start(ctx context.Context) error {
 		}
 	case p.asked:
 		return fmt.Errorf("interceptor %q was registered before it was started: start it first or configure its hooks", p.cfg.Service)
+	case err == nil && instances > 0 && len(found) == 0 && p.cfg.Failure == FailClosed:
+		// The instances that answered serve none of its hooks under this
+		// process's subjects (another prefix, or another service of the
+		// name): it could enforce nothing.
+		return fmt.Errorf("interceptor %q fails closed but its %d instance(s) serve no hook under %s: check BUB_PREFIX on both sides, or list its hooks in %s", p.cfg.Service, instances, p.group+".*", EnvHooks(p.cfg.Service))
+	case err == nil && instances > 0 && len(found) == 0:
+		p.log.Warn("interceptor.serves_nothing", "instances", instances, "detail", "the instances that answered serve no hook under "+p.group+".*", "hint", EnvHooks(p.cfg.Service))
 	case err == nil && instances > 0:
 	case p.cfg.Failure == FailClosed:
 		return errors.Join(fmt.Errorf("interceptor %q fails closed but no instance answered discovery: start the service first, or list its hooks in %s so calls are denied until it runs", p.cfg.Service, EnvHooks(p.cfg.Service)), err)
