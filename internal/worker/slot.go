@@ -10,16 +10,18 @@ import (
 
 // slot is a running turn's place among the worker's Concurrency turns. A
 // turn whose tool call waits for a person's approval gives it back while
-// it waits (park) and takes one again to go on (resume): a parked turn
-// holds only its un-acknowledged inbound message and a goroutine, so the
-// hours an approval can take cost no turn slot. Parks nest (parallel
-// tool calls of one step may each wait).
+// it waits (park) and takes one again to go on (resume; over Concurrency
+// when none is free, as the turns holding them may wait for it): a
+// parked turn holds only its un-acknowledged inbound message and a
+// goroutine, so the hours an approval can take cost no turn slot. Parks
+// nest (parallel tool calls of one step may each wait).
 type slot struct {
 	sem     chan struct{}
 	running *atomic.Int64
 
 	mu     sync.Mutex
 	parked int
+	over   bool // resumed without a free slot: it holds none
 }
 
 type slotKey struct{}
@@ -44,30 +46,41 @@ func (s *slot) park() {
 	defer s.mu.Unlock()
 	s.parked++
 	if s.parked == 1 {
-		<-s.sem
-		s.running.Add(-1)
+		s.release()
 	}
 }
 
-// resume takes a slot again when the last wait of the turn ended; it
-// fails only when ctx ends first.
-func (s *slot) resume(ctx context.Context) error {
+// resume takes a slot again when the last wait of the turn ended. When
+// every slot is taken it goes on without one, over Concurrency, rather
+// than wait: the turns holding them may be waiting for this one (a
+// follow-up of its session waits inside its slot for the session's
+// running turns).
+func (s *slot) resume() {
 	if s == nil {
-		return nil
+		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.parked--; s.parked > 0 {
-		return nil
+		return
 	}
 	select {
 	case s.sem <- struct{}{}:
-		s.running.Add(1)
-		return nil
-	case <-ctx.Done():
-		s.parked = 1 // still without a slot: the turn's end must not give one back
-		return ctx.Err()
+	default:
+		s.over = true
 	}
+	s.running.Add(1)
+}
+
+// release gives back what the turn holds: its slot, or nothing when it
+// runs over Concurrency.
+func (s *slot) release() {
+	if s.over {
+		s.over = false
+	} else {
+		<-s.sem
+	}
+	s.running.Add(-1)
 }
 
 // done gives the slot back when the turn ends, unless it is parked.
@@ -75,8 +88,7 @@ func (s *slot) done() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.parked == 0 {
-		<-s.sem
-		s.running.Add(-1)
+		s.release()
 	}
 }
 
@@ -88,9 +100,7 @@ func (p parking) Wait(ctx context.Context, id string) (agent.Approval, error) {
 	s := slotFrom(ctx)
 	s.park()
 	a, err := p.Approver.Wait(ctx, id)
-	if rerr := s.resume(ctx); err == nil {
-		err = rerr
-	}
+	s.resume()
 	return a, err
 }
 

@@ -139,7 +139,13 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.maxDlvr = info.Config.MaxDeliver
 	cfg := w.cfg.withDefaults(info.Config.AckWait)
 	w.concurrency.Store(int64(cfg.Concurrency))
-	it, err := cons.Messages(jsretry.PullOptions(cfg.Concurrency)...)
+	// One message at a time, pulled once a turn slot is free: a message
+	// pulled ahead would wait, with no in-progress acks, for a slot that
+	// may stay taken past the ack wait, be redelivered to another worker
+	// meanwhile, and then run here too (a first delivery is not checked
+	// for a done marker). The one the iterator holds ahead is what is left
+	// of that risk, when every slot stays taken past the ack wait.
+	it, err := cons.Messages(jsretry.PullOptions(1)...)
 	if err != nil {
 		return fmt.Errorf("consuming inbound: %w", err)
 	}
@@ -154,23 +160,34 @@ func (w *Worker) Run(ctx context.Context) error {
 		it.Drain()
 	}()
 	w.log.Info("worker.consuming", "stream", w.names.InboundStream(), "consumer", w.names.WorkerConsumer(), "concurrency", cfg.Concurrency)
+	var stopped error // why consuming stopped while ctx lives
 	for {
+		held := false // a slot first, then a message for it
+		select {
+		case sem <- struct{}{}:
+			held = true
+		case <-ctx.Done(): // draining: what the iterator holds goes back
+		}
+		release := func() {
+			if held {
+				<-sem
+			}
+		}
 		msg, err := it.Next()
 		if err != nil {
+			release()
 			if errors.Is(err, jetstream.ErrMsgIteratorClosed) || ctx.Err() != nil {
+				if ctx.Err() == nil {
+					stopped = fmt.Errorf("consuming inbound stopped (its consumer was deleted?): %w", err)
+				}
 				break
 			}
 			w.log.Warn("worker.pull_error", "err", err)
 			continue
 		}
 		if ctx.Err() != nil {
+			release()
 			_ = msg.Nak() // draining: hand buffered messages back at once
-			continue
-		}
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			_ = msg.Nak()
 			continue
 		}
 		w.running.Add(1)
@@ -189,7 +206,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		cancelTurns()
 		<-done
 	}
-	return nil
+	return stopped
 }
 
 // Load returns the turns the worker runs now and how many it runs at
@@ -208,9 +225,13 @@ func doubleAck(ctx context.Context, msg jetstream.Msg) error {
 }
 
 func (w *Worker) handle(ctx context.Context, cfg Config, msg jetstream.Msg, stopping <-chan struct{}) {
+	// What happens to msg once its turn ended is done whatever ended the
+	// turn: a turn that finished as the shutdown grace ran out is still
+	// acknowledged (its done marker is stored already).
+	actx := context.WithoutCancel(ctx)
 	in, reason, err := decode(msg)
 	if err != nil {
-		if derr := w.dlq.Reject(ctx, msg, reason, err); derr != nil {
+		if derr := w.dlq.Reject(actx, msg, reason, err); derr != nil {
 			w.log.Error("worker.dlq_failed", "err", derr)
 		}
 		return
@@ -222,12 +243,12 @@ func (w *Worker) handle(ctx context.Context, cfg Config, msg jetstream.Msg, stop
 	stop()
 	switch {
 	case err == nil:
-		if aerr := doubleAck(ctx, msg); aerr != nil {
+		if aerr := doubleAck(actx, msg); aerr != nil {
 			log.Warn("worker.ack_failed", "err", aerr)
 		}
 	case errors.Is(err, ErrRetry) || ctx.Err() != nil:
 		if w.maxDlvr > 0 && in.Delivery >= uint64(w.maxDlvr) {
-			if derr := w.dlq.Reject(ctx, msg, dlq.ReasonMaxDelivered, err); derr != nil {
+			if derr := w.dlq.Reject(actx, msg, dlq.ReasonMaxDelivered, err); derr != nil {
 				log.Error("worker.dlq_failed", "err", derr)
 			}
 			return
@@ -240,10 +261,10 @@ func (w *Worker) handle(ctx context.Context, cfg Config, msg jetstream.Msg, stop
 		if errors.Is(err, nats.ErrMaxPayload) {
 			// Answered, and kept for a replay once the server takes it
 			// (see retryUnlessTooLarge).
-			if derr := w.dlq.Reject(ctx, msg, dlq.ReasonPayloadTooLarge, err); derr != nil {
+			if derr := w.dlq.Reject(actx, msg, dlq.ReasonPayloadTooLarge, err); derr != nil {
 				log.Error("worker.dlq_failed", "err", derr)
 			}
-		} else if aerr := doubleAck(ctx, msg); aerr != nil {
+		} else if aerr := doubleAck(actx, msg); aerr != nil {
 			log.Warn("worker.ack_failed", "err", aerr)
 		}
 	}
