@@ -139,16 +139,6 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.maxDlvr = info.Config.MaxDeliver
 	cfg := w.cfg.withDefaults(info.Config.AckWait)
 	w.concurrency.Store(int64(cfg.Concurrency))
-	// One message at a time, pulled once a turn slot is free: a message
-	// pulled ahead would wait, with no in-progress acks, for a slot that
-	// may stay taken past the ack wait, be redelivered to another worker
-	// meanwhile, and then run here too (a first delivery is not checked
-	// for a done marker). The one the iterator holds ahead is what is left
-	// of that risk, when every slot stays taken past the ack wait.
-	it, err := cons.Messages(jsretry.PullOptions(1)...)
-	if err != nil {
-		return fmt.Errorf("consuming inbound: %w", err)
-	}
 	turnCtx, cancelTurns := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelTurns()
 	sem := make(chan struct{}, cfg.Concurrency)
@@ -157,45 +147,44 @@ func (w *Worker) Run(ctx context.Context) error {
 	go func() {
 		<-ctx.Done()
 		close(stopping)
-		it.Drain()
 	}()
 	w.log.Info("worker.consuming", "stream", w.names.InboundStream(), "consumer", w.names.WorkerConsumer(), "concurrency", cfg.Concurrency)
 	var stopped error // why consuming stopped while ctx lives
-	for {
-		held := false // a slot first, then a message for it
-		select {
-		case sem <- struct{}{}:
-			held = true
-		case <-ctx.Done(): // draining: what the iterator holds goes back
+	retry := jsretry.Backoff{First: 50 * time.Millisecond, Max: time.Second}
+	for failures := 0; ctx.Err() == nil; {
+		// Pull as many messages as there are free turn slots, never more:
+		// a message pulled ahead of a slot would wait, with no in-progress
+		// acks, for a slot that may stay taken past the ack wait, be
+		// redelivered to another worker meanwhile, and then run here too
+		// (a first delivery is not checked for a done marker).
+		n := takeSlots(ctx, sem)
+		if n == 0 {
+			break
 		}
-		release := func() {
-			if held {
-				<-sem
-			}
-		}
-		msg, err := it.Next()
-		if err != nil {
-			release()
-			if errors.Is(err, jetstream.ErrMsgIteratorClosed) || ctx.Err() != nil {
-				if ctx.Err() == nil {
-					stopped = fmt.Errorf("consuming inbound stopped (its consumer was deleted?): %w", err)
-				}
-				break
-			}
-			w.log.Warn("worker.pull_error", "err", err)
-			continue
-		}
-		if ctx.Err() != nil {
-			release()
-			_ = msg.Nak() // draining: hand buffered messages back at once
-			continue
-		}
-		w.running.Add(1)
-		wg.Go(func() {
-			s := &slot{sem: sem, running: &w.running}
-			defer s.done()
-			w.handle(withSlot(turnCtx, s), cfg, msg, stopping)
+		got, err := w.fetch(ctx, cons, n, func(msg jetstream.Msg) {
+			w.running.Add(1)
+			wg.Go(func() {
+				s := &slot{sem: sem, running: &w.running}
+				defer s.done()
+				w.handle(withSlot(turnCtx, s), cfg, msg, stopping)
+			})
 		})
+		for range n - got {
+			<-sem
+		}
+		switch {
+		case err == nil, ctx.Err() != nil:
+			failures = 0
+		case errors.Is(err, jetstream.ErrConsumerDeleted):
+			stopped = fmt.Errorf("consuming inbound stopped: %w", err)
+		default:
+			w.log.Warn("worker.pull_error", "err", err)
+			failures++
+			_ = retry.Sleep(ctx, failures)
+		}
+		if stopped != nil {
+			break
+		}
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
@@ -207,6 +196,50 @@ func (w *Worker) Run(ctx context.Context) error {
 		<-done
 	}
 	return stopped
+}
+
+// takeSlots waits for a free turn slot and takes it with every other free
+// one, and returns how many it took (0 once ctx ended).
+func takeSlots(ctx context.Context, sem chan struct{}) int {
+	select {
+	case sem <- struct{}{}:
+	case <-ctx.Done():
+		return 0
+	}
+	for n := 1; ; n++ {
+		select {
+		case sem <- struct{}{}:
+		default:
+			return n
+		}
+	}
+}
+
+// fetch pulls up to n messages for at most jsretry.PullExpiry (with
+// heartbeats, so a lost consumer leader is noticed within two of them),
+// hands each to start as it arrives, and returns how many it started and
+// why the pull ended early (nil at its expiry or once n came). A message
+// that arrives once ctx ended is handed back at once.
+func (w *Worker) fetch(ctx context.Context, cons jetstream.Consumer, n int, start func(jetstream.Msg)) (int, error) {
+	fctx, cancel := context.WithTimeout(ctx, jsretry.PullExpiry)
+	defer cancel()
+	batch, err := cons.Fetch(n, jetstream.FetchContext(fctx), jetstream.FetchHeartbeat(jsretry.PullHeartbeat))
+	if err != nil {
+		return 0, err
+	}
+	got := 0
+	for msg := range batch.Messages() {
+		if ctx.Err() != nil {
+			_ = msg.Nak() // draining
+			continue
+		}
+		got++
+		start(msg)
+	}
+	if err := batch.Error(); err != nil && fctx.Err() == nil {
+		return got, err
+	}
+	return got, nil
 }
 
 // Load returns the turns the worker runs now and how many it runs at
