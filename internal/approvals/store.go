@@ -124,8 +124,10 @@ func (s *Store) update(ctx context.Context, id string, change func(*agent.Approv
 		if err != nil {
 			return agent.Approval{}, err
 		}
-		if _, err := s.kv.Update(ctx, id, b, rev); errors.Is(err, jetstream.ErrKeyExists) {
-			continue // another answer or the timeout came first: look again
+		if _, err := s.kv.Update(ctx, id, b, rev); errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			// Another answer or the timeout came first (a replicated
+			// bucket says so with a revision mismatch): look again.
+			continue
 		} else if err != nil {
 			return agent.Approval{}, fmt.Errorf("recording the answer to approval %s: %w", id, err)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -95,8 +96,12 @@ func (w *Writer) Copy(ctx context.Context, subject string, header nats.Header, d
 func (w *Writer) publish(ctx context.Context, subject string, header nats.Header, data []byte, reason string, cause error, extra map[string]string) error {
 	out := nats.NewMsg(w.names.DLQ(reason))
 	for k, v := range header {
-		if k == subjects.HeaderMsgID {
-			continue // a replayed copy must not be deduplicated away
+		if strings.HasPrefix(k, "Nats-") {
+			// What JetStream acts on when a message is published
+			// (Nats-Expected-Stream, which the events bridge sets, would
+			// refuse the letter; Nats-Msg-Id would deduplicate a
+			// replayed copy away), not part of the message.
+			continue
 		}
 		out.Header[k] = append([]string(nil), v...)
 	}

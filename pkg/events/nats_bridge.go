@@ -267,10 +267,8 @@ func (b *Bridge) publish(ctx context.Context, a *Attachment, ev Event) error {
 	if b.closed {
 		return fmt.Errorf("events: publishing %s: %w", typ, ErrBridgeClosed)
 	}
-	select {
-	case b.slots <- struct{}{}:
-	case <-ctx.Done():
-		return fmt.Errorf("events: publishing %s: waiting for the in-flight window: %w", typ, ctx.Err())
+	if err := b.takeSlot(ctx); err != nil {
+		return fmt.Errorf("events: publishing %s: %w", typ, err)
 	}
 	if err := a.send(ctx, ev, typ, data); err != nil {
 		<-b.slots
@@ -355,6 +353,23 @@ func (a *Attachment) Republish(ctx context.Context, run string, recorded []ce.Ev
 	return nil
 }
 
+// takeSlot takes a place in the in-flight window: at once when there is
+// room, whatever ctx (a cancelled run's last events still go out), else
+// waiting for room or for ctx.
+func (b *Bridge) takeSlot(ctx context.Context) error {
+	select {
+	case b.slots <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case b.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for the in-flight window: %w", ctx.Err())
+	}
+}
+
 func (a *Attachment) republish(ctx context.Context, run string, e ce.Event, data any) error {
 	b := a.bridge
 	b.mu.RLock()
@@ -362,10 +377,8 @@ func (a *Attachment) republish(ctx context.Context, run string, e ce.Event, data
 	if b.closed {
 		return fmt.Errorf("events: republishing %s: %w", e.Type(), ErrBridgeClosed)
 	}
-	select {
-	case b.slots <- struct{}{}:
-	case <-ctx.Done():
-		return fmt.Errorf("events: republishing %s: waiting for the in-flight window: %w", e.Type(), ctx.Err())
+	if err := b.takeSlot(ctx); err != nil {
+		return fmt.Errorf("events: republishing %s: %w", e.Type(), err)
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
