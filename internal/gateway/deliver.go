@@ -227,6 +227,10 @@ func (d *delivery) retry(ctx context.Context, msg jetstream.Msg, delivered uint6
 		return
 	}
 	delay := min(d.g.o.RetryDelay<<min(delivered-1, 16), time.Minute)
+	if ra, ok := errors.AsType[channels.RetryAfter](err); ok {
+		// A rate limit: sending sooner fails again and prolongs it.
+		delay = max(delay, ra.Wait())
+	}
 	log.Warn("gateway.send_failed", "err", err, "retry_in", delay)
 	_ = msg.NakWithDelay(delay)
 }

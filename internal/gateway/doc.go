@@ -43,7 +43,9 @@
 // gateway makes the copy wait and come back (a copy that finds a live
 // claim GatewayMaxDeliver times is a duplicate and is dead-lettered). A failed Send releases the
 // claim and is redelivered with exponential backoff (RetryDelay, doubled
-// per delivery, at most a minute) until GatewayMaxDeliver deliveries,
+// per delivery, at most a minute; no sooner than a rate limit's retry
+// after, when the error says one: channels.RetryAfter, Telegram's 429)
+// until GatewayMaxDeliver deliveries,
 // after which it is dead-lettered as send_failed; a Send error wrapping
 // [channels.ErrUndeliverable] is dead-lettered at once. A gateway that
 // dies holding its last delivery is dead-lettered as max_delivered by the

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/hooks"
@@ -20,6 +21,14 @@ var ErrUnknownChannel = errors.New("channels: unknown channel")
 // chat is gone, the message is refused): the gateway dead-letters the
 // outbound envelope at once instead of redelivering it.
 var ErrUndeliverable = errors.New("channels: undeliverable")
+
+// RetryAfter is implemented by a [Sender] error that says how long to
+// wait before sending again (a rate limit's retry after): the gateway
+// redelivers the outbound envelope no sooner.
+type RetryAfter interface {
+	error
+	Wait() time.Duration
+}
 
 // Manager runs the selected channels of a gateway (Bub's ChannelManager
 // without admission, which the workers own): it starts them in order,

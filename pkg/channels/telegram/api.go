@@ -44,6 +44,15 @@ func (e *APIError) Error() string {
 	return s
 }
 
+// Wait is how long a 429 asks to wait before calling again
+// (channels.RetryAfter), 0 for other errors.
+func (e *APIError) Wait() time.Duration {
+	if e.Code != http.StatusTooManyRequests {
+		return 0
+	}
+	return e.RetryAfter
+}
+
 // client calls the Bot API over plain HTTP.
 type client struct {
 	base  string // API base without trailing slash
