@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"hash/maphash"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,11 +26,31 @@ import (
 // Delivery marks in the delivered bucket, per outbound id and channel.
 const (
 	// markClaimed: a gateway is sending it (refreshed while the send
-	// runs; older than the ack wait = its gateway died).
+	// runs; older than the ack wait = its gateway died). A channel that
+	// sends it in parts adds how many are delivered: "claimed:2".
 	markClaimed = "claimed"
+	// markPartial: a failed send delivered some parts ("partial:2"): the
+	// next delivery claims it at once and sends the rest.
+	markPartial = "partial"
 	// markSent: the channel accepted it.
 	markSent = "sent"
 )
+
+// mark is a claim's value: markClaimed or markPartial with the parts
+// delivered (none: the bare mark).
+func mark(kind string, parts int) []byte {
+	if parts == 0 {
+		return []byte(kind)
+	}
+	return []byte(kind + ":" + strconv.Itoa(parts))
+}
+
+// parseMark splits a claim's value into its kind and parts.
+func parseMark(v []byte) (kind string, parts int) {
+	kind, n, _ := strings.Cut(string(v), ":")
+	parts, _ = strconv.Atoi(n)
+	return kind, max(parts, 0)
+}
 
 // delivery delivers the outbound envelopes of one channel: a pull loop
 // spreading messages over lanes by subject (one session per lane keeps its
@@ -190,12 +212,18 @@ func (d *delivery) handle(msg jetstream.Msg) {
 		_ = msg.NakWithDelay(c.busy)
 		return
 	}
-	lease := d.hold(msg, key, c.rev, log)
-	err = d.sender.Send(ctx, env)
-	rev := lease.release()
+	lease := d.hold(msg, key, c, log)
+	err = d.sender.Send(channels.WithProgress(ctx, lease), env)
+	rev, parts := lease.release()
 	if err != nil {
 		telemetry.Fail(span, err)
-		if derr := d.g.kv.Delete(ctx, key, jetstream.LastRevision(rev)); derr != nil {
+		var derr error
+		if parts > 0 { // the parts delivered stay delivered
+			_, derr = d.g.kv.Update(ctx, key, mark(markPartial, parts), rev)
+		} else {
+			derr = d.g.kv.Delete(ctx, key, jetstream.LastRevision(rev))
+		}
+		if derr != nil {
 			log.Warn("gateway.unclaim_failed", "err", derr)
 		}
 		if errors.Is(err, channels.ErrUndeliverable) {
@@ -241,12 +269,14 @@ func (d *delivery) reject(ctx context.Context, msg jetstream.Msg, err error, log
 	}
 }
 
-// claimed is the outcome of a claim: the claim's revision, or the id was
-// already sent, or another gateway holds a live claim (retry after busy).
+// claimed is the outcome of a claim: the claim's revision and the parts
+// an earlier send delivered, or the id was already sent, or another
+// gateway holds a live claim (retry after busy).
 type claimed struct {
-	rev  uint64
-	sent bool
-	busy time.Duration
+	rev   uint64
+	parts int
+	sent  bool
+	busy  time.Duration
 }
 
 // claim claims key for this gateway with compare-and-set: a new claim, or
@@ -268,16 +298,19 @@ func (d *delivery) claim(ctx context.Context, key string) (claimed, error) {
 		if err != nil {
 			return claimed{}, err
 		}
-		if string(e.Value()) == markSent {
+		kind, parts := parseMark(e.Value())
+		if kind == markSent {
 			return claimed{sent: true}, nil
 		}
-		if age := time.Since(e.Created()); age < d.ackWait {
+		if age := time.Since(e.Created()); kind != markPartial && age < d.ackWait {
 			return claimed{busy: d.ackWait - age}, nil
 		}
-		rev, err = d.g.kv.Update(ctx, key, []byte(markClaimed), e.Revision())
+		rev, err = d.g.kv.Update(ctx, key, mark(markClaimed, parts), e.Revision())
 		if err == nil {
-			d.log.Warn("gateway.claim_taken_over", "key", key, "stale_for", time.Since(e.Created()))
-			return claimed{rev: rev}, nil
+			if kind != markPartial {
+				d.log.Warn("gateway.claim_taken_over", "key", key, "stale_for", time.Since(e.Created()))
+			}
+			return claimed{rev: rev, parts: parts}, nil
 		}
 		if !errors.Is(err, jetstream.ErrKeyExists) && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 			return claimed{}, err
@@ -288,45 +321,75 @@ func (d *delivery) claim(ctx context.Context, key string) (claimed, error) {
 
 // lease keeps a claim and its message alive while the send runs: every
 // third of the ack wait it refreshes the claim (so no other gateway takes
-// it over) and sends an in-progress ack (so it is not redelivered).
+// it over) and sends an in-progress ack (so it is not redelivered). It is
+// the send's channels.Progress: the parts delivered are written to the
+// claim as they are.
 type lease struct {
+	d     *delivery
+	key   string
+	log   *slog.Logger
+	every time.Duration
+	sent  int // the parts an earlier send delivered
+
 	mu      sync.Mutex
 	rev     uint64
+	parts   int
 	stopped bool
 	t       *time.Timer
 }
 
-func (d *delivery) hold(msg jetstream.Msg, key string, rev uint64, log *slog.Logger) *lease {
-	every := max(d.ackWait/3, 10*time.Millisecond)
-	l := &lease{rev: rev}
+var _ channels.Progress = (*lease)(nil)
+
+func (d *delivery) hold(msg jetstream.Msg, key string, c claimed, log *slog.Logger) *lease {
+	l := &lease{d: d, key: key, log: log, every: max(d.ackWait/3, 10*time.Millisecond), sent: c.parts, rev: c.rev, parts: c.parts}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.t = time.AfterFunc(every, func() {
+	l.t = time.AfterFunc(l.every, func() {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		if l.stopped {
 			return
 		}
 		_ = msg.InProgress()
-		ctx, cancel := context.WithTimeout(d.g.sendCtx, every)
-		defer cancel()
-		if rev, err := d.g.kv.Update(ctx, key, []byte(markClaimed), l.rev); err == nil {
-			l.rev = rev
-		} else {
-			log.Warn("gateway.claim_refresh_failed", "err", err)
-		}
-		l.t.Reset(every)
+		l.write(l.d.g.sendCtx)
+		l.t.Reset(l.every)
 	})
 	return l
 }
 
-// release stops refreshing and returns the claim's current revision.
-func (l *lease) release() uint64 {
+// write rewrites the claim with the parts delivered (l.mu held).
+func (l *lease) write(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, l.every)
+	defer cancel()
+	if rev, err := l.d.g.kv.Update(ctx, l.key, mark(markClaimed, l.parts), l.rev); err == nil {
+		l.rev = rev
+	} else {
+		l.log.Warn("gateway.claim_refresh_failed", "err", err)
+	}
+}
+
+// Sent is how many parts an earlier send delivered.
+func (l *lease) Sent() int { return l.sent }
+
+// Delivered records that the first n parts are delivered.
+func (l *lease) Delivered(ctx context.Context, n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopped || n <= l.parts {
+		return
+	}
+	l.parts = n
+	l.write(context.WithoutCancel(ctx))
+}
+
+// release stops refreshing and returns the claim's current revision and
+// the parts delivered.
+func (l *lease) release() (uint64, int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.stopped = true
 	l.t.Stop()
-	return l.rev
+	return l.rev, l.parts
 }
 
 // decodeOutbound decodes an outbound message: a CloudEvent of type

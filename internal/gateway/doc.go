@@ -61,7 +61,11 @@
 // older than the ack wait the redelivered message is claimed again and
 // sent again. There, and only there, delivery is at-least-once: one
 // message can be sent twice. Nothing is lost: a message is acknowledged
-// only after its send succeeded (or it is dead-lettered).
+// only after its send succeeded (or it is dead-lettered). A reply a
+// channel sends in parts (Telegram's longer than 4,096 characters) keeps
+// the parts delivered in its claim (channels.Progress: "claimed:2", and
+// "partial:2" after a failed part), so a retry sends only the rest; the
+// same at-least-once point holds per part.
 //
 // Looking for the channel contract? See pkg/channels. For the HTTP API,
 // see internal/ingress.

@@ -153,12 +153,18 @@ func (e *env) start(t *testing.T, o gateway.Options) (*gateway.Gateway, *nats.Co
 // msgID, when set, overrides the Nats-Msg-Id.
 func (e *env) publishOutbound(t *testing.T, channel, session, id, msgID string) {
 	t.Helper()
-	out := &envelope.Envelope{ID: id, Content: "reply " + id, Channel: channel, SessionID: session, OutputChannel: channel}
-	ev, err := events.New(events.TypeEnvelopeOutbound, events.Attrs{ID: id, Source: events.Source("worker", "test"), SessionID: session}, out)
+	e.publishEnvelope(t, &envelope.Envelope{ID: id, Content: "reply " + id, Channel: channel, SessionID: session, OutputChannel: channel}, msgID)
+}
+
+// publishEnvelope publishes out the way a worker does; msgID, when set,
+// overrides the Nats-Msg-Id.
+func (e *env) publishEnvelope(t *testing.T, out *envelope.Envelope, msgID string) {
+	t.Helper()
+	ev, err := events.New(events.TypeEnvelopeOutbound, events.Attrs{ID: out.ID, Source: events.Source("worker", "test"), SessionID: out.SessionID}, out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg, err := events.ToMsg(e.names.Outbound(channel, session), ev)
+	msg, err := events.ToMsg(e.names.Outbound(out.OutputChannel, out.SessionID), ev)
 	if err != nil {
 		t.Fatal(err)
 	}

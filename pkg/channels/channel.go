@@ -29,6 +29,39 @@ type Sender interface {
 	Send(ctx context.Context, msg *envelope.Envelope) error
 }
 
+// Progress is what a [Sender] that delivers one envelope as several
+// messages (a reply longer than the chat allows, in parts) resumes from:
+// the gateway keeps it with the envelope's delivery claim, so a retry
+// after a failed part does not send the parts already accepted again.
+type Progress interface {
+	// Sent is how many parts an earlier attempt had delivered.
+	Sent() int
+	// Delivered records that the first n parts are delivered; it is
+	// called after each part, before the next is sent.
+	Delivered(ctx context.Context, n int)
+}
+
+type progressKey struct{}
+
+// WithProgress returns ctx carrying p for the Send it is passed to.
+func WithProgress(ctx context.Context, p Progress) context.Context {
+	return context.WithValue(ctx, progressKey{}, p)
+}
+
+// ProgressFrom returns the Progress of a Send's ctx, or one that starts
+// from none and records nothing.
+func ProgressFrom(ctx context.Context) Progress {
+	if p, ok := ctx.Value(progressKey{}).(Progress); ok {
+		return p
+	}
+	return noProgress{}
+}
+
+type noProgress struct{}
+
+func (noProgress) Sent() int                            { return 0 }
+func (noProgress) Delivered(ctx context.Context, n int) {}
+
 // Debouncer is the optional capability of asking for debounced input
 // (Bub's needs_debounce): messages of a session are
 // batched until the conversation pauses.

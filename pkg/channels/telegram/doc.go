@@ -56,9 +56,12 @@
 // [Channel.Send] sends the "message" member of a JSON object content, or
 // the content as it is; blank text is skipped. Text longer than
 // [MaxMessageLength] goes as several messages, split at a newline or
-// space where possible. A 429 answer is waited out (retry_after, at most
-// a minute, three attempts in all). Errors are returned, wrapped, with
-// the Bot API's answer as an [*APIError].
+// space where possible; it reports each one delivered to its ctx's
+// channels.Progress and, sent again, skips those (the gateway keeps them
+// with its delivery claim). A 429 answer is waited out (retry_after, at
+// most a minute, three attempts in all). Errors are returned, wrapped,
+// with the Bot API's answer as an [*APIError], whose Wait is a longer
+// retry_after (channels.RetryAfter).
 //
 // # Deviation from Bub
 //

@@ -9,6 +9,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/bubbus/bub/pkg/channels"
 	"github.com/bubbus/bub/pkg/envelope"
 )
 
@@ -55,15 +56,22 @@ func replyText(content string) string {
 }
 
 // sendText sends text to chatID in chunks Telegram accepts, skipping
-// blank chunks, each waiting out a 429 within bounds.
+// blank chunks, each waiting out a 429 within bounds. It resumes after
+// the chunks an earlier attempt delivered (channels.Progress).
 func (c *Channel) sendText(ctx context.Context, chatID, text string) error {
+	p := channels.ProgressFrom(ctx)
+	part, done := 0, p.Sent()
 	for _, chunk := range split(text, MaxMessageLength) {
 		if strings.TrimSpace(chunk) == "" {
+			continue
+		}
+		if part++; part <= done {
 			continue
 		}
 		if err := c.api.callRetry(ctx, "sendMessage", map[string]string{"chat_id": chatID, "text": chunk}, nil); err != nil {
 			return err
 		}
+		p.Delivered(ctx, part)
 	}
 	return nil
 }
