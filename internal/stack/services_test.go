@@ -97,7 +97,9 @@ func TestReadinessWaitsForEveryWorker(t *testing.T) {
 	if err != nil || status != http.StatusServiceUnavailable || !strings.Contains(body, "worker 0") {
 		t.Fatalf("readyz while the worker starts: %d %q %v; want 503 naming worker 0", status, body, err)
 	}
-	if err := req.Respond([]byte(`{"type":"io.nats.micro.v1.info_response","name":"guard","id":"g1","version":"1.0.0","endpoints":[]}`)); err != nil {
+	// An instance serving one hook (a fail-closed interceptor serving none
+	// stops its worker from starting).
+	if err := req.Respond([]byte(`{"type":"io.nats.micro.v1.info_response","name":"guard","id":"g1","version":"1.0.0","endpoints":[{"name":"before_tool_call","subject":"bub.hook.guard.before_tool_call"}]}`)); err != nil {
 		t.Fatal(err)
 	}
 	natstest.Eventually(t, 30*time.Second, func() (bool, string) {
