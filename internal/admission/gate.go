@@ -154,15 +154,11 @@ func (g *Gate) Process(ctx context.Context, in worker.Inbound) error {
 		env.SessionID = session
 	}
 	log = log.With("session", session)
-	if quit, err := g.quitBefore(ctx, in, session); err != nil {
+	if quit, left, err := g.quitBefore(ctx, in, session); err != nil {
 		return err
 	} else if quit {
 		// Handed back, or delivered late, after a ,quit that came after
 		// it: dropped, and the keys its earlier delivery left go.
-		var left []string
-		if in.Delivery > 1 {
-			left = []string{g.o.Names.TurnRunKey(session, env.ID), g.o.Names.TurnWaitKey(session, in.StreamSeq)}
-		}
 		return g.dropQuit(ctx, in, session, left...)
 	}
 	if decided == drop {
@@ -391,8 +387,9 @@ func (g *Gate) run(ctx context.Context, in worker.Inbound, session string, wait 
 			return
 		}
 		untrack = g.local.add(session, env.ID, tracked{at, cancel})
-		if stop, _ := g.reg.quitStops(ctx, session, env.ID, at, g.reg.live.quitAt(session)); stop {
-			cancel(worker.ErrQuit) // a ,quit after it came first
+		before := g.reg.live.quitAt(session)
+		if stop, _ := g.reg.quitStops(ctx, session, env.ID, at, before); stop {
+			cancel(quitCause{before}) // a ,quit after it came first
 		}
 		if wait != nil {
 			wait.end(ctx)
@@ -421,13 +418,9 @@ func (g *Gate) run(ctx context.Context, in worker.Inbound, session string, wait 
 		l.stop()
 		return err
 	}
-	var before uint64 // the quit's: the steering messages it stops
-	if quit {
-		if k, _, kerr := g.reg.keys(cctx, session); kerr == nil {
-			before = k.quitAt()
-		}
-	}
-	if cerr := inbox.Commit(cctx, before); cerr != nil {
+	var stopped quitCause // the quit's: what of the steering it stops
+	errors.As(context.Cause(tctx), &stopped)
+	if cerr := inbox.Commit(cctx, stopped.before); cerr != nil {
 		g.log.Warn("admission.steer_commit_failed", "session", session, "err", cerr)
 	}
 	if quit {
@@ -447,23 +440,33 @@ func (g *Gate) run(ctx context.Context, in worker.Inbound, session string, wait 
 func arrived(in worker.Inbound) uint64 { return cmp.Or(in.Arrived, in.StreamSeq) }
 
 // quitBefore reports whether a ,quit of session that came after the
-// message of in stops it (see subjects.Names.QuitKey). A first delivery
-// asks the mirror as far as it has seen (free); a redelivery, which may be
-// a turn handed back during the quit, asks it exactly (one direct get).
-func (g *Gate) quitBefore(ctx context.Context, in worker.Inbound, session string) (bool, error) {
+// message of in stops it (see subjects.Names.QuitKey), and which registry
+// keys an earlier delivery of it left (its run or wait key). A first
+// delivery asks the mirror as far as it has seen (free, and it left no
+// key); a redelivery, which may be a turn handed back during the quit,
+// asks it exactly (one direct get).
+func (g *Gate) quitBefore(ctx context.Context, in worker.Inbound, session string) (stop bool, left []string, err error) {
 	at := g.reg.live.quitAt(session)
+	var k sessionKeys
 	if in.Delivery > 1 {
-		k, _, err := g.reg.keys(ctx, session)
-		if err != nil {
-			return false, retry("reading the turn registry", err)
+		if k, _, err = g.reg.keys(ctx, session); err != nil {
+			return false, nil, retry("reading the turn registry", err)
 		}
 		at = k.quitAt()
 	}
-	stop, err := g.reg.quitStops(ctx, session, in.Envelope.ID, arrived(in), at)
-	if err != nil {
-		return false, retry("reading the quit marker", err)
+	if stop, err = g.reg.quitStops(ctx, session, in.Envelope.ID, arrived(in), at); err != nil {
+		return false, nil, retry("reading the quit marker", err)
 	}
-	return stop, nil
+	if !stop {
+		return false, nil, nil
+	}
+	if key := g.o.Names.TurnRunKey(session, in.Envelope.ID); k.run[key] {
+		left = append(left, key)
+	}
+	if key := g.o.Names.TurnWaitKey(session, in.StreamSeq); k.wait[key] {
+		left = append(left, key)
+	}
+	return true, left, nil
 }
 
 // dropQuit ends the turn or follow-up of in, stopped by ,quit before it

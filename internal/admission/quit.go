@@ -55,6 +55,14 @@ func decodeQuit(data []byte) (quitRequest, error) {
 	return q, nil
 }
 
+// quitCause is the cause with which ,quit stops a turn or follow-up:
+// worker.ErrQuit, with the quit's inbound sequence (quitRequest.Before),
+// which tells the stopped turn what of its steering to give back.
+type quitCause struct{ before uint64 }
+
+func (quitCause) Error() string        { return worker.ErrQuit.Error() }
+func (quitCause) Is(target error) bool { return target == worker.ErrQuit }
+
 // tracked is a turn or follow-up quit can stop.
 type tracked struct {
 	seq    uint64 // its inbound stream sequence
@@ -109,7 +117,7 @@ func (l *local) cancel(q quitRequest) int {
 	n := 0
 	for id, t := range l.sessions[q.Session] {
 		if id != q.Except && (q.Before == 0 || t.seq < q.Before) {
-			t.cancel(worker.ErrQuit)
+			t.cancel(quitCause{q.Before})
 			n++
 		}
 	}

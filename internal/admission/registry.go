@@ -286,15 +286,22 @@ func (r *Registry) keep(l *lease) *lease {
 	return l
 }
 
-// claim writes key with the registry TTL unless it exists (one claimer
-// wins: jetstream.ErrKeyExists for the others) and heartbeats it as hold
-// does.
-func (r *Registry) claim(ctx context.Context, key string, v any) (*lease, error) {
+// create writes key with the registry TTL unless it exists (one creator
+// wins: jetstream.ErrKeyExists for the others) and returns the value
+// written.
+func (r *Registry) create(ctx context.Context, key string, v any) ([]byte, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := r.kv.Create(ctx, key, b, jetstream.KeyTTL(r.ttl)); err != nil {
+	_, err = r.kv.Create(ctx, key, b, jetstream.KeyTTL(r.ttl))
+	return b, err
+}
+
+// claim creates key and heartbeats it as hold does.
+func (r *Registry) claim(ctx context.Context, key string, v any) (*lease, error) {
+	b, err := r.create(ctx, key, v)
+	if err != nil {
 		return nil, err
 	}
 	return r.keep(&lease{r: r, key: key, val: b}), nil

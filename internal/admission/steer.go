@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/bubbus/bub/internal/dlq"
+	"github.com/bubbus/bub/internal/worker"
 	"github.com/bubbus/bub/pkg/envelope"
 	"github.com/bubbus/bub/pkg/events"
 	"github.com/bubbus/bub/pkg/jsretry"
@@ -159,8 +160,7 @@ func (s *Steering) each(ctx context.Context, session string, from uint64, fn fun
 			_ = s.remove(ctx, session, raw.Sequence)
 			continue
 		}
-		arrived, _ := strconv.ParseUint(raw.Header.Get(subjects.HeaderArrived), 10, 64)
-		if err := fn(stored{seq: raw.Sequence, env: env, arrived: arrived}); err != nil {
+		if err := fn(stored{seq: raw.Sequence, env: env, arrived: worker.Arrived(raw.Header)}); err != nil {
 			return next, err
 		}
 	}
@@ -204,13 +204,11 @@ func (s *Steering) Sweep(ctx context.Context, session string) (int, error) {
 			if running, err := s.ownerRuns(ctx, session, e); err != nil || running {
 				return err
 			}
-		default:
-			if l, err := s.reg.claim(ctx, key, entry{Envelope: m.env.ID, Seq: m.seq}); errors.Is(err, jetstream.ErrKeyExists) {
+		default: // claimed until its TTL: the message is gone before then
+			if _, err := s.reg.create(ctx, key, entry{Envelope: m.env.ID, Seq: m.seq}); errors.Is(err, jetstream.ErrKeyExists) {
 				return nil // a turn took it meanwhile
 			} else if err != nil {
 				return err
-			} else {
-				l.stop() // kept until its TTL: the message is gone before then
 			}
 		}
 		if err := s.reinject(ctx, session, m); err != nil {

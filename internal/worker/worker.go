@@ -28,9 +28,10 @@ type Inbound struct {
 	Delivery uint64
 	// StreamSeq is the inbound stream sequence of the message.
 	StreamSeq uint64
-	// Arrived is the inbound stream sequence at which the message first
-	// arrived: StreamSeq, or for a steering message re-injected as a
-	// follow-up, the original's (its Bub-Arrived header).
+	// Arrived is the inbound stream sequence at which a steering message
+	// re-injected as a follow-up first arrived (its Bub-Arrived header,
+	// see [Arrived]); 0 for a message that arrived as itself, at
+	// StreamSeq.
 	Arrived uint64
 	// Traceparent and Tracestate carry the W3C trace context of the sender.
 	Traceparent, Tracestate string
@@ -340,6 +341,13 @@ func keepAlive(msg jetstream.Msg, every time.Duration) (stop func()) {
 	}
 }
 
+// Arrived returns the inbound stream sequence a message's Bub-Arrived
+// header names (subjects.HeaderArrived), 0 when it names none.
+func Arrived(h nats.Header) uint64 {
+	seq, _ := strconv.ParseUint(h.Get(subjects.HeaderArrived), 10, 64)
+	return seq
+}
+
 func decode(msg jetstream.Msg) (Inbound, string, error) {
 	ev, err := events.Decode(msg.Headers(), msg.Data())
 	if err != nil {
@@ -363,10 +371,7 @@ func decode(msg jetstream.Msg) (Inbound, string, error) {
 		in.Delivery = md.NumDelivered
 		in.StreamSeq = md.Sequence.Stream
 	}
-	in.Arrived = in.StreamSeq
-	if first, err := strconv.ParseUint(msg.Headers().Get(subjects.HeaderArrived), 10, 64); err == nil && first > 0 {
-		in.Arrived = first
-	}
+	in.Arrived = Arrived(msg.Headers())
 	in.Traceparent, in.Tracestate = events.Traceparent(ev)
 	return in, "", nil
 }
