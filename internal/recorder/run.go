@@ -273,9 +273,7 @@ func (l *lane) handle(ctx context.Context, msg jetstream.Msg) {
 		// does not remember it (restarted since): its other events come
 		// late or not at all, and held, it would hold the session's
 		// events watermark below its end until IdleRun.
-		l.duplicates(ctx, rn)
-		delete(l.runs, runID)
-		l.done.put(runID, true)
+		l.forget(ctx, rn)
 		return
 	}
 	if rn.complete() {
@@ -331,10 +329,13 @@ func (l *lane) duplicate(ctx context.Context, session string, at uint64, rn *run
 	}
 }
 
-// duplicates acknowledges every held event of rn as a late copy, with one
-// watermark write (rn's own end does not hold it back).
-func (l *lane) duplicates(ctx context.Context, rn *run) {
+// forget acknowledges every held event of rn as a late copy, with one
+// watermark write (rn's own end does not hold it back), and forgets rn:
+// its later events are late copies too.
+func (l *lane) forget(ctx context.Context, rn *run) {
 	l.duplicate(ctx, rn.session, rn.newest(), rn, rn.heldMsgs()...)
+	delete(l.runs, rn.id)
+	l.done.put(rn.id, true)
 }
 
 // newest is the stream sequence of rn's newest event.
@@ -498,9 +499,7 @@ func (l *lane) dropOrphans(ctx context.Context, rn *run) {
 		if id == rn.id || other.session != rn.session || !other.onlyBootstrap(at) {
 			continue
 		}
-		l.duplicates(ctx, other)
-		delete(l.runs, id)
-		l.done.put(id, true)
+		l.forget(ctx, other)
 		l.r.log.Info("recorder.orphan_dropped", "run", id, "session", other.session, "events", len(other.items), "rerun", rn.id)
 	}
 }
@@ -523,10 +522,9 @@ func (rn *run) onlyBootstrap(at uint64) bool {
 // later ones are taken as duplicates.
 func (l *lane) resumed(ctx context.Context, rn *run, id string) {
 	if other := l.runs[id]; other != nil {
-		l.duplicates(ctx, other)
-		delete(l.runs, id)
+		l.forget(ctx, other)
 	}
-	l.done.put(id, true)
+	l.done.put(id, true) // also when the lane held nothing of it
 	l.r.log.Info("recorder.run_resumed", "run", rn.id, "resumes", id, "session", rn.session)
 }
 
@@ -558,9 +556,7 @@ func (l *lane) sweep(ctx context.Context) {
 // partial turn enters later context.
 func (l *lane) interrupt(ctx context.Context, rn *run, reason string, detail map[string]any) {
 	if l.committed(ctx, rn) {
-		// Its later events are late copies too.
-		l.duplicates(ctx, rn)
-		l.done.put(rn.id, true)
+		l.forget(ctx, rn)
 		return
 	}
 	data := map[string]any{"run_id": rn.id, "reason": reason, "events": len(rn.items)}
