@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,7 +17,6 @@ import (
 	"github.com/bubbus/bub/internal/ingress"
 	"github.com/bubbus/bub/internal/natstest"
 	"github.com/bubbus/bub/internal/natsx"
-	"github.com/bubbus/bub/pkg/events"
 	"github.com/bubbus/bub/pkg/jsretry"
 	"github.com/bubbus/bub/pkg/subjects"
 )
@@ -136,17 +134,7 @@ func startClusterIngress(t *testing.T, nc *nats.Conn, js jetstream.JetStream) (s
 	if err := natsx.EnsureTopology(t.Context(), js, names, natsx.Topology{Replicas: 3, MemoryStorage: true}); err != nil {
 		t.Fatal(err)
 	}
-	gw, err := ingress.NewGateway(nc, js, names, events.Source("ingress", "cluster-test"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = gw.Close() })
-	srv, err := ingress.NewServer(ingress.Config{}, gw, func(context.Context) error { return nil }, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
+	_, hs := serve(t, ingress.Config{}, nc, js, names)
 	return names, hs.URL + "/v1/messages"
 }
 

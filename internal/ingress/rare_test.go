@@ -10,7 +10,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -85,17 +84,7 @@ func TestRetryHonoursTheWaitBudget(t *testing.T) {
 	if err := natsx.EnsureTopology(context.Background(), js, names, natsx.Topology{}); err != nil {
 		t.Fatal(err)
 	}
-	gw, err := ingress.NewGateway(nc, slowAckJS{JetStream: js, delay: delay}, names, events.Source("ingress", "review"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = gw.Close() })
-	srv, err := ingress.NewServer(ingress.Config{}, gw, func(context.Context) error { return nil }, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
+	_, hs := serve(t, ingress.Config{}, nc, slowAckJS{JetStream: js, delay: delay}, names)
 	body := `{"id":"budget1","content":"nobody answers","session_id":"budget"}`
 	if status, b := post(t, hs.URL+"/v1/messages", jsonHeader(), body); status != http.StatusAccepted {
 		t.Fatalf("first POST: %d %v", status, b)
@@ -130,17 +119,7 @@ func TestWaitKeepsRepliesOfDifferentBatchesWithTheSameIndex(t *testing.T) {
 		{ID: "b1/0", Content: "part one", InReplyTo: "b1", BatchIndex: 0, BatchSize: 2},
 		{ID: "b1/error/turn", Content: "An error occurred at stage 'turn': dispatch failed", Kind: envelope.KindError, InReplyTo: "b1", BatchSize: 1},
 	} {
-		ev, err := events.New(events.TypeEnvelopeOutbound, events.Attrs{ID: out.ID, Source: "/bub/worker/test", SessionID: "s"}, out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := events.ToMsg(f.names.Outbound("http", "s"), ev)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := f.js.PublishMsg(t.Context(), m); err != nil {
-			t.Fatal(err)
-		}
+		f.reply(t, "s", out)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()

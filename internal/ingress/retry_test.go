@@ -302,18 +302,7 @@ func TestWaitersOfOneIDAreIndependent(t *testing.T) {
 	if _, err := retry(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("released retry: %v", err)
 	}
-	out := envelope.Envelope{ID: "same/0", Content: "reply", InReplyTo: "same", BatchSize: 1}
-	ev, err := events.New(events.TypeEnvelopeOutbound, events.Attrs{Source: "/bub/worker/test", SessionID: "s"}, out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := events.ToMsg(f.names.Outbound("http", "s"), ev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.js.PublishMsg(t.Context(), m); err != nil {
-		t.Fatal(err)
-	}
+	f.reply(t, "s", envelope.Envelope{ID: "same/0", Content: "reply", InReplyTo: "same", BatchSize: 1})
 	wctx, wcancel := context.WithTimeout(t.Context(), stacktest.Wait)
 	defer wcancel()
 	outs, err := first(wctx)

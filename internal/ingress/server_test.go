@@ -47,6 +47,14 @@ func setupWith(t *testing.T, cfg ingress.Config, opts *server.Options) *fixture 
 	if err := natsx.EnsureTopology(context.Background(), js, names, natsx.Topology{}); err != nil {
 		t.Fatal(err)
 	}
+	gw, hs := serve(t, cfg, nc, js, names)
+	return &fixture{nc: nc, js: js, names: names, gw: gw, srv: hs}
+}
+
+// serve starts a gateway publishing through js and an ingress server of
+// cfg over it, both closed when t ends.
+func serve(t *testing.T, cfg ingress.Config, nc *nats.Conn, js jetstream.JetStream, names subjects.Names) (*ingress.Gateway, *httptest.Server) {
+	t.Helper()
 	gw, err := ingress.NewGateway(nc, js, names, events.Source("ingress", "test"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +66,23 @@ func setupWith(t *testing.T, cfg ingress.Config, opts *server.Options) *fixture 
 	}
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
-	return &fixture{nc: nc, js: js, names: names, gw: gw, srv: hs}
+	return gw, hs
+}
+
+// reply publishes out on session's outbound subject, as a worker does.
+func (f *fixture) reply(t *testing.T, session string, out envelope.Envelope) {
+	t.Helper()
+	ev, err := events.New(events.TypeEnvelopeOutbound, events.Attrs{Source: "/bub/worker/test", SessionID: session}, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := events.ToMsg(f.names.Outbound("http", session), ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.js.PublishMsg(t.Context(), m); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func (f *fixture) inboundCount(t *testing.T) uint64 {

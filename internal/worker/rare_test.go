@@ -103,17 +103,7 @@ func (r *rig) run(t *testing.T, cfg Config, proc Processor) (stop func() error) 
 func (r *rig) publish(t *testing.T, session, content string) *envelope.Envelope {
 	t.Helper()
 	env := &envelope.Envelope{ID: events.NewID(), SessionID: session, Channel: "cli", ChatID: "c", Content: content}
-	ev, err := events.New(events.TypeEnvelopeInbound, events.Attrs{ID: env.ID, Source: "/bub/test/t", SessionID: env.SessionID}, env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	msg, err := events.ToMsg(r.names.Inbound(env.Channel), ev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.js.PublishMsg(t.Context(), msg); err != nil {
-		t.Fatal(err)
-	}
+	storeInbound(t, r.js, r.names, env)
 	return env
 }
 

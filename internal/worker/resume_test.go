@@ -146,11 +146,18 @@ func (r *resumeRig) crashThenResume(t *testing.T, env *envelope.Envelope, betwee
 func (r *resumeRig) publishInbound(t *testing.T, env *envelope.Envelope) uint64 {
 	t.Helper()
 	_, js := r.srv.JetStream(t)
+	return storeInbound(t, js, r.names, env)
+}
+
+// storeInbound stores env in the inbound stream through js, as ingress
+// does, and returns its stream sequence.
+func storeInbound(t *testing.T, js jetstream.JetStream, names subjects.Names, env *envelope.Envelope) uint64 {
+	t.Helper()
 	ev, err := events.New(events.TypeEnvelopeInbound, events.Attrs{ID: env.ID, Source: "/bub/test/t", SessionID: env.SessionID}, env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg, err := events.ToMsg(r.names.Inbound(env.Channel), ev)
+	msg, err := events.ToMsg(names.Inbound(env.Channel), ev)
 	if err != nil {
 		t.Fatal(err)
 	}
