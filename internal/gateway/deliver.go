@@ -53,8 +53,9 @@ func parseMark(v []byte) (kind string, parts int) {
 }
 
 // delivery delivers the outbound envelopes of one channel: a pull loop
-// spreading messages over lanes by subject (one session per lane keeps its
-// order), each lane sending one message at a time.
+// spreading messages over lanes by subject (a session's messages all go
+// to one lane, which keeps their order), each lane sending one message at
+// a time.
 type delivery struct {
 	g         *Gateway
 	channel   string
@@ -64,7 +65,7 @@ type delivery struct {
 	it        jetstream.MessagesContext
 	stopWatch func()
 	log       *slog.Logger
-	lanes     []chan jetstream.Msg
+	lanes     []*lane
 	seed      maphash.Seed
 	stopping  atomic.Bool
 	wg        sync.WaitGroup
@@ -116,16 +117,12 @@ func (g *Gateway) deliver(ctx context.Context, channel string, sender channels.S
 		ackWait: cfg.AckWait, maxDlvr: cfg.MaxDeliver,
 		it: it, stopWatch: stopWatch, seed: maphash.MakeSeed(),
 		log:   o.Log.With("channel", channel),
-		lanes: make([]chan jetstream.Msg, o.Concurrency),
+		lanes: make([]*lane, o.Concurrency),
 	}
 	for i := range d.lanes {
-		lane := make(chan jetstream.Msg, 4)
-		d.lanes[i] = lane
-		d.wg.Go(func() {
-			for msg := range lane {
-				d.handle(msg)
-			}
-		})
+		l := &lane{d: d, in: make(chan jetstream.Msg, 4), held: map[string]*held{}}
+		d.lanes[i] = l
+		d.wg.Go(l.run)
 	}
 	d.wg.Go(d.pull)
 	d.log.InfoContext(ctx, "gateway.delivering", "consumer", cfg.Durable, "filter", cfg.FilterSubject)
@@ -134,8 +131,8 @@ func (g *Gateway) deliver(ctx context.Context, channel string, sender channels.S
 
 func (d *delivery) pull() {
 	defer func() {
-		for _, lane := range d.lanes {
-			close(lane)
+		for _, l := range d.lanes {
+			close(l.in)
 		}
 	}()
 	for {
@@ -147,7 +144,7 @@ func (d *delivery) pull() {
 			d.log.Warn("gateway.pull_error", "err", err)
 			continue
 		}
-		d.lanes[maphash.String(d.seed, msg.Subject())%uint64(len(d.lanes))] <- msg
+		d.lanes[maphash.String(d.seed, msg.Subject())%uint64(len(d.lanes))].in <- msg
 	}
 }
 
@@ -173,13 +170,101 @@ func (d *delivery) wait(ctx context.Context, cancel context.CancelFunc) {
 	d.stopWatch()
 }
 
+// lane sends the messages hashed to it one at a time, in order per
+// session (subject). A message whose send failed waits for its retry in
+// the lane, with the later messages of its session queued behind it, all
+// kept alive by in-progress acks; the lane's other sessions go on
+// meanwhile. (Handed back to the stream with a delayed nak, it would be
+// overtaken by the session's next reply.)
+type lane struct {
+	d    *delivery
+	in   chan jetstream.Msg
+	held map[string]*held // by subject
+}
+
+// held is a session's messages waiting for the retry of the first.
+type held struct {
+	msgs  []jetstream.Msg
+	tries uint64 // sends of msgs[0] this lane made
+	due   time.Time
+}
+
+func (l *lane) run() {
+	keep := time.NewTicker(l.d.keepAlive())
+	defer keep.Stop()
+	retry := time.NewTimer(time.Hour)
+	defer retry.Stop()
+	for {
+		select {
+		case msg, ok := <-l.in:
+			if !ok {
+				l.handBack()
+				return
+			}
+			l.send(msg.Subject(), []jetstream.Msg{msg}, 0)
+		case now := <-retry.C:
+			for subject, h := range l.held {
+				if !h.due.After(now) {
+					delete(l.held, subject)
+					l.send(subject, h.msgs, h.tries)
+				}
+			}
+		case <-keep.C:
+			for _, h := range l.held {
+				for _, msg := range h.msgs {
+					_ = msg.InProgress()
+				}
+			}
+		}
+		next := time.Hour
+		for _, h := range l.held {
+			next = min(next, time.Until(h.due))
+		}
+		retry.Reset(next)
+	}
+}
+
+// send sends msgs of subject in order (tries: the sends of msgs[0] this
+// lane made before), or queues them behind the subject's held messages;
+// a failed send holds itself and the rest until its retry.
+func (l *lane) send(subject string, msgs []jetstream.Msg, tries uint64) {
+	if h := l.held[subject]; h != nil {
+		h.msgs = append(h.msgs, msgs...)
+		return
+	}
+	for i, msg := range msgs {
+		if wait := l.d.handle(msg, tries); wait > 0 {
+			l.held[subject] = &held{msgs: msgs[i:], tries: tries + 1, due: time.Now().Add(wait)}
+			return
+		}
+		tries = 0
+	}
+}
+
+// handBack hands the held messages back to the stream as the gateway
+// stops, each session's due at its retry.
+func (l *lane) handBack() {
+	for subject, h := range l.held {
+		for _, msg := range h.msgs {
+			_ = msg.NakWithDelay(max(time.Until(h.due), 0))
+		}
+		delete(l.held, subject)
+	}
+}
+
+// keepAlive is how often a message held in this gateway gets an
+// in-progress ack (and a claim a refresh): a third of the ack wait.
+func (d *delivery) keepAlive() time.Duration { return max(d.ackWait/3, 10*time.Millisecond) }
+
 // handle delivers one outbound message: claim its id, send, mark it sent,
-// acknowledge. Bad messages are dead-lettered; failed sends are retried
-// with backoff until the last delivery, then dead-lettered.
-func (d *delivery) handle(msg jetstream.Msg) {
+// acknowledge. Bad messages are dead-lettered. A failed send returns the
+// delay after which to retry it (tries: the sends of msg the lane made
+// before, beside its deliveries), or dead-letters it once the sends reach
+// the consumer's max deliveries.
+func (d *delivery) handle(msg jetstream.Msg, tries uint64) (retryIn time.Duration) {
 	if d.stopping.Load() {
 		_ = msg.Nak()
-		return
+		return 0
 	}
 	ctx := d.g.sendCtx
 	env, reason, err := decodeOutbound(msg.Headers(), msg.Data())
@@ -187,11 +272,11 @@ func (d *delivery) handle(msg jetstream.Msg) {
 		if derr := d.g.dlq.Reject(ctx, msg, reason, err); derr != nil {
 			d.log.Error("gateway.dlq_failed", "err", derr)
 		}
-		return
+		return 0
 	}
-	var delivered uint64 = 1
+	delivered := tries + 1
 	if md, err := msg.Metadata(); err == nil {
-		delivered = md.NumDelivered
+		delivered = md.NumDelivered + tries
 	}
 	log := d.log.With("outbound", env.ID, "delivery", delivered)
 	ctx, span := telemetry.StartReceive(ctx, msg.Headers(), msg.Subject(), env.ID)
@@ -201,16 +286,15 @@ func (d *delivery) handle(msg jetstream.Msg) {
 	switch {
 	case err != nil:
 		telemetry.Fail(span, err)
-		d.retry(ctx, msg, delivered, fmt.Errorf("claiming outbound %s: %w", env.ID, err), log)
-		return
+		return d.retry(ctx, msg, delivered, fmt.Errorf("claiming outbound %s: %w", env.ID, err), log)
 	case c.sent:
 		log.DebugContext(ctx, "gateway.already_sent")
 		d.ack(ctx, msg, log)
-		return
+		return 0
 	case c.busy > 0:
 		log.DebugContext(ctx, "gateway.claimed_elsewhere", "retry_in", c.busy)
 		_ = msg.NakWithDelay(c.busy)
-		return
+		return 0
 	}
 	lease := d.hold(msg, key, c, log)
 	err = d.sender.Send(channels.WithProgress(ctx, lease), env)
@@ -228,10 +312,9 @@ func (d *delivery) handle(msg jetstream.Msg) {
 		}
 		if errors.Is(err, channels.ErrUndeliverable) {
 			d.reject(ctx, msg, err, log)
-			return
+			return 0
 		}
-		d.retry(ctx, msg, delivered, err, log)
-		return
+		return d.retry(ctx, msg, delivered, err, log)
 	}
 	if _, err := d.g.kv.Update(ctx, key, []byte(markSent), rev); err != nil {
 		// The claim stays and goes stale: a later copy of this id would be
@@ -239,6 +322,7 @@ func (d *delivery) handle(msg jetstream.Msg) {
 		log.Warn("gateway.mark_sent_failed", "err", err)
 	}
 	d.ack(ctx, msg, log)
+	return 0
 }
 
 func (d *delivery) ack(ctx context.Context, msg jetstream.Msg, log *slog.Logger) {
@@ -247,12 +331,12 @@ func (d *delivery) ack(ctx context.Context, msg jetstream.Msg, log *slog.Logger)
 	}
 }
 
-// retry hands msg back with exponential backoff, or dead-letters it on its
-// last delivery.
-func (d *delivery) retry(ctx context.Context, msg jetstream.Msg, delivered uint64, err error, log *slog.Logger) {
+// retry returns when to send msg again (exponential backoff), or
+// dead-letters it on its last delivery and returns 0.
+func (d *delivery) retry(ctx context.Context, msg jetstream.Msg, delivered uint64, err error, log *slog.Logger) time.Duration {
 	if d.maxDlvr > 0 && delivered >= uint64(d.maxDlvr) {
 		d.reject(ctx, msg, err, log)
-		return
+		return 0
 	}
 	delay := min(d.g.o.RetryDelay<<min(delivered-1, 16), time.Minute)
 	if ra, ok := errors.AsType[channels.RetryAfter](err); ok {
@@ -260,7 +344,7 @@ func (d *delivery) retry(ctx context.Context, msg jetstream.Msg, delivered uint6
 		delay = max(delay, ra.Wait())
 	}
 	log.Warn("gateway.send_failed", "err", err, "retry_in", delay)
-	_ = msg.NakWithDelay(delay)
+	return delay
 }
 
 func (d *delivery) reject(ctx context.Context, msg jetstream.Msg, err error, log *slog.Logger) {
@@ -341,7 +425,7 @@ type lease struct {
 var _ channels.Progress = (*lease)(nil)
 
 func (d *delivery) hold(msg jetstream.Msg, key string, c claimed, log *slog.Logger) *lease {
-	l := &lease{d: d, key: key, log: log, every: max(d.ackWait/3, 10*time.Millisecond), sent: c.parts, rev: c.rev, parts: c.parts}
+	l := &lease{d: d, key: key, log: log, every: d.keepAlive(), sent: c.parts, rev: c.rev, parts: c.parts}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.t = time.AfterFunc(l.every, func() {

@@ -53,10 +53,12 @@ type Options struct {
 	// Buffer configures the debounce of channels that need it.
 	Buffer channels.BufferConfig
 	// Concurrency bounds the sends in flight per channel in this instance
-	// (16); the outbound envelopes of one session are sent in order.
+	// (16); the outbound envelopes of one session are sent in order,
+	// a failed one holding back the session's later ones until it is sent
+	// or dead-lettered.
 	Concurrency int
-	// RetryDelay is the delay before redelivering an outbound envelope
-	// whose send failed, doubled per delivery up to a minute (1s).
+	// RetryDelay is the delay before sending again an outbound envelope
+	// whose send failed, doubled per try up to a minute (1s).
 	RetryDelay time.Duration
 	// ShutdownGrace bounds how long [Run] lets sends in flight finish once
 	// ctx ends (10s).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -30,6 +31,7 @@ type sendChannel struct {
 	mu      sync.Mutex
 	handler hooks.MessageHandler
 	sent    map[string]int // successful sends by outbound id
+	order   []string       // successful sends, in order
 	tries   map[string]int
 	fail    func(env *envelope.Envelope, try int) error
 	running bool
@@ -68,7 +70,14 @@ func (c *sendChannel) Send(_ context.Context, env *envelope.Envelope) error {
 		}
 	}
 	c.sent[env.ID]++
+	c.order = append(c.order, env.ID)
 	return nil
+}
+
+func (c *sendChannel) sentInOrder() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.order)
 }
 
 func (c *sendChannel) sentCount(id string) int {
@@ -441,6 +450,78 @@ func TestTransientSendFailureIsRetried(t *testing.T) {
 	})
 	if tries := ch.triesOf("out-1"); tries != 3 {
 		t.Fatalf("%d tries, want 3", tries)
+	}
+}
+
+// TestASessionsRepliesStayInOrderAfterAFailedSend: a reply whose send
+// fails is retried before the later replies of its session are sent
+// (before the fix it was handed back with a delayed nak and the next
+// reply overtook it: out-2, out-3, out-1), while another session sharing
+// its lane is not held up; the held replies outlive the ack wait without
+// a redelivery.
+func TestASessionsRepliesStayInOrderAfterAFailedSend(t *testing.T) {
+	e := setup(t, natsx.Topology{GatewayAckWait: 300 * time.Millisecond})
+	ch := newSendChannel("test")
+	ch.fail = func(env *envelope.Envelope, try int) error {
+		if env.ID == "out-1" && try == 1 {
+			return errors.New("telegram: 502 bad gateway")
+		}
+		return nil
+	}
+	// One lane for every session; the retry due after three ack waits.
+	e.start(t, gateway.Options{Channels: provider(ch), Concurrency: 1, RetryDelay: time.Second})
+	for _, id := range []string{"out-1", "out-2", "out-3"} {
+		e.publishOutbound(t, "test", "test:a", id, "")
+	}
+	e.publishOutbound(t, "test", "test:b", "out-b", "")
+	natstest.Eventually(t, 10*time.Second, func() (bool, string) {
+		ok, why := e.settled(t, "test")
+		return ok && len(ch.sentInOrder()) == 4, why
+	})
+	if got, want := ch.sentInOrder(), []string{"out-b", "out-1", "out-2", "out-3"}; !slices.Equal(got, want) {
+		t.Fatalf("sent %v, want %v", got, want)
+	}
+	cons, err := e.js.Consumer(t.Context(), e.names.OutboundStream(), e.names.GatewayConsumer("test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := cons.Info(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Delivered.Consumer != 4 {
+		t.Fatalf("%d deliveries for 4 replies: held replies were redelivered", info.Delivered.Consumer)
+	}
+}
+
+// TestHeldRepliesAreHandedBackOnStop: replies held behind a failed send
+// go back to the stream when their gateway stops, and the next gateway
+// sends them, in order.
+func TestHeldRepliesAreHandedBackOnStop(t *testing.T) {
+	e := setup(t, natsx.Topology{})
+	first := newSendChannel("test")
+	first.fail = func(*envelope.Envelope, int) error { return errors.New("telegram: 502 bad gateway") }
+	g, _ := e.start(t, gateway.Options{Channels: provider(first), Concurrency: 1, RetryDelay: 2 * time.Second})
+	for _, id := range []string{"out-1", "out-2"} {
+		e.publishOutbound(t, "test", "test:a", id, "")
+	}
+	natstest.Eventually(t, 10*time.Second, func() (bool, string) {
+		return first.triesOf("out-1") == 1, "out-1 not tried"
+	})
+	if err := g.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n := first.triesOf("out-2"); n != 0 {
+		t.Fatalf("out-2 tried %d times behind a failed out-1", n)
+	}
+	second := newSendChannel("test")
+	e.start(t, gateway.Options{Channels: provider(second), Concurrency: 1})
+	natstest.Eventually(t, 10*time.Second, func() (bool, string) {
+		ok, why := e.settled(t, "test")
+		return ok && len(second.sentInOrder()) == 2, why
+	})
+	if got, want := second.sentInOrder(), []string{"out-1", "out-2"}; !slices.Equal(got, want) {
+		t.Fatalf("sent %v, want %v", got, want)
 	}
 }
 
