@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/bubbus/bub/pkg/channels"
 )
 
 // maxResponse bounds a Bot API answer (a getUpdates batch of 100 updates
@@ -51,6 +53,15 @@ func (e *APIError) Wait() time.Duration {
 		return 0
 	}
 	return e.RetryAfter
+}
+
+// Is reports a 400 (Bad Request: chat not found, …) or a 403 (Forbidden:
+// bot was blocked by the user, …) as [channels.ErrUndeliverable]: the
+// same call cannot succeed later, so the gateway dead-letters the reply at
+// once instead of retrying it (and holding back the chat's later replies
+// behind it).
+func (e *APIError) Is(target error) bool {
+	return target == channels.ErrUndeliverable && (e.Code == http.StatusBadRequest || e.Code == http.StatusForbidden)
 }
 
 // client calls the Bot API over plain HTTP.

@@ -18,6 +18,7 @@ import (
 	"time"
 	"unicode/utf16"
 
+	"github.com/bubbus/bub/pkg/channels"
 	"github.com/bubbus/bub/pkg/channels/telegram/telegramtest"
 	"github.com/bubbus/bub/pkg/envelope"
 )
@@ -422,8 +423,18 @@ func TestSendRetriesTooManyRequests(t *testing.T) {
 	}
 
 	srv.FailNext("sendMessage", telegramtest.Failure{Code: 400, Description: "Bad Request: chat not found"})
-	if err := c.Send(ctx, &envelope.Envelope{Content: "x", ChatID: "3"}); !errors.As(err, &ae) || ae.Code != 400 || !strings.Contains(err.Error(), "chat 3") {
+	err = c.Send(ctx, &envelope.Envelope{Content: "x", ChatID: "3"})
+	if !errors.As(err, &ae) || ae.Code != 400 || !strings.Contains(err.Error(), "chat 3") {
 		t.Fatalf("Send = %v, want the wrapped 400", err)
+	}
+	if !errors.Is(err, channels.ErrUndeliverable) {
+		t.Fatalf("Send = %v: a 400 is not undeliverable", err)
+	}
+	// Which answers retrying cannot fix: 400 and 403, not 429 or a 5xx.
+	for code, want := range map[int]bool{400: true, 403: true, 429: false, 500: false, 502: false, 401: false} {
+		if got := errors.Is(&APIError{Method: "sendMessage", Code: code}, channels.ErrUndeliverable); got != want {
+			t.Errorf("%d undeliverable = %v, want %v", code, got, want)
+		}
 	}
 	if err := c.Send(ctx, &envelope.Envelope{Content: "x"}); err == nil {
 		t.Fatal("Send without chat_id succeeded")

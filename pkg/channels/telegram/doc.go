@@ -61,7 +61,9 @@
 // with its delivery claim). A 429 answer is waited out (retry_after, at
 // most a minute, three attempts in all). Errors are returned, wrapped,
 // with the Bot API's answer as an [*APIError], whose Wait is a longer
-// retry_after (channels.RetryAfter).
+// retry_after (channels.RetryAfter); a 400 or 403 answer (chat not found,
+// bot blocked by the user) is channels.ErrUndeliverable, which the
+// gateway dead-letters at once rather than retrying.
 //
 // # Deviation from Bub
 //
