@@ -154,7 +154,7 @@ func (s *Steering) each(ctx context.Context, session string, from uint64, fn fun
 		next = raw.Sequence + 1
 		env, derr := DecodeSteer(raw.Header, raw.Data)
 		if derr != nil {
-			if cerr := s.dlq.Copy(ctx, raw.Subject, raw.Header, raw.Data, dlq.ReasonUndecodable, derr); cerr != nil {
+			if cerr := s.dlq.HoldStored(ctx, s.names.SteerStream(), raw, dlq.ReasonUndecodable, derr); cerr != nil {
 				return next, cerr
 			}
 			_ = s.remove(ctx, session, raw.Sequence)

@@ -76,6 +76,18 @@ func (w *Writer) Hold(ctx context.Context, msg jetstream.Msg, reason string, cau
 	return nil
 }
 
+// HoldStored copies raw, a message read from stream (a direct get, not a
+// delivery), as [Writer.Hold] copies a delivered one: with where it is
+// stored and a Nats-Msg-Id derived from that, so two readers that
+// dead-letter the same message store one letter.
+func (w *Writer) HoldStored(ctx context.Context, stream string, raw *jetstream.RawStreamMsg, reason string, cause error) error {
+	if err := w.publish(ctx, raw.Subject, raw.Header, raw.Data, reason, cause, storedCopy(stream, raw.Sequence)); err != nil {
+		return err
+	}
+	w.log.Warn("dlq.rejected", "subject", raw.Subject, "reason", reason, "err", cause)
+	return nil
+}
+
 // storedCopy are the headers of the dead letter of stream message seq:
 // where it comes from, and a Nats-Msg-Id derived from that.
 func storedCopy(stream string, seq uint64) map[string]string {
@@ -87,7 +99,8 @@ func storedCopy(stream string, seq uint64) map[string]string {
 	}
 }
 
-// Copy publishes a dead letter.
+// Copy publishes a dead letter of a message no stream holds (one
+// received over core NATS).
 func (w *Writer) Copy(ctx context.Context, subject string, header nats.Header, data []byte, reason string, cause error) error {
 	return w.publish(ctx, subject, header, data, reason, cause, nil)
 }

@@ -3,6 +3,7 @@ package dlq_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -129,4 +130,48 @@ func TestMaxDeliveriesAdvisory(t *testing.T) {
 		info, err := st.Info(ctx)
 		return err == nil && info.State.Msgs == 0, "the exhausted message is still in the inbound stream"
 	})
+}
+
+// TestHoldStoredDeadLettersOnce: two readers that dead-letter the same
+// stored message (as two workers draining one session's steering do)
+// store one letter, which says where the message is stored.
+func TestHoldStoredDeadLettersOnce(t *testing.T) {
+	_, js, names := setup(t, natsx.Topology{})
+	ctx := t.Context()
+	ack, err := js.Publish(ctx, names.Steer("s1"), []byte("garbage"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := js.Stream(ctx, names.SteerStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := st.GetMsg(ctx, ack.Sequence)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := dlq.NewWriter(js, names, nil)
+	for range 2 {
+		if err := w.HoldStored(ctx, names.SteerStream(), raw, dlq.ReasonUndecodable, errors.New("bad bytes")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dead, err := js.Stream(ctx, names.DLQStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := dead.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != 1 {
+		t.Fatalf("%d dead letters of one stored message, want 1", info.State.Msgs)
+	}
+	letter, err := dead.GetLastMsgForSubject(ctx, names.DLQ(dlq.ReasonUndecodable))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := letter.Header.Get(subjects.HeaderDLQStream) + "/" + letter.Header.Get(subjects.HeaderDLQSeq); got != fmt.Sprintf("%s/%d", names.SteerStream(), ack.Sequence) {
+		t.Fatalf("letter from %q", got)
+	}
 }
