@@ -145,11 +145,18 @@ func (r *shellRouter) answer(m *nats.Msg) {
 	}
 }
 
-// close stops answering and waits for the calls being answered.
+// close stops answering and waits for the calls being answered: the
+// subscription is drained, so the calls NATS already delivered to it are
+// answered too (unsubscribed, it would drop them and leave their callers
+// to time out), and no call is added once the wait begins.
 func (r *shellRouter) close() error {
-	var err error
-	if r.sub != nil {
-		err = r.sub.Unsubscribe()
+	if r.sub == nil {
+		return nil
+	}
+	closed := r.sub.StatusChanged(nats.SubscriptionClosed)
+	err := r.sub.Drain()
+	if err == nil {
+		<-closed
 	}
 	r.wg.Wait()
 	return err

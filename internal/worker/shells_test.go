@@ -1,13 +1,18 @@
 package worker
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/bubbus/bub/internal/natstest"
@@ -157,4 +162,48 @@ func FuzzDecodeShellRequest(f *testing.F) {
 			t.Fatalf("accepted a request without shell_id: %s", b)
 		}
 	})
+}
+
+// TestShellRouterClosesWhileCallsArrive: calls that arrive while the
+// router closes are answered (or find no responder once it is gone),
+// never left unanswered, and close waits for those being answered
+// (before the fix close unsubscribed, dropping the calls NATS had
+// delivered already, whose callers timed out).
+func TestShellRouterClosesWhileCallsArrive(t *testing.T) {
+	srv := natstest.Start(t)
+	w := newShellWorker(t, srv, "w-closing")
+	nc, _ := srv.JetStream(t)
+	body, _ := json.Marshal(shellRequest{Op: toolkit.ShellOutput, Args: map[string]any{"shell_id": "bash-00000000"}})
+	var (
+		wg       sync.WaitGroup
+		answered atomic.Int64
+	)
+	for range 32 {
+		wg.Go(func() {
+			for {
+				// Published without waiting for the reply before the
+				// next: many calls are pending at the router at once.
+				msg, err := nc.Request(subjects.Default().WorkerShells("w-closing"), body, 5*time.Second)
+				switch {
+				case errors.Is(err, nats.ErrNoResponders):
+					return // the router is gone
+				case err != nil:
+					t.Errorf("call unanswered: %v", err)
+					return
+				}
+				var rep shellReply
+				if jerr := json.Unmarshal(msg.Data, &rep); jerr != nil || rep.Error == "" {
+					t.Errorf("reply %q, want the unknown shell's error", msg.Data)
+				}
+				answered.Add(1)
+			}
+		})
+	}
+	natstest.Eventually(t, 10*time.Second, func() (bool, string) {
+		return answered.Load() >= 100, "fewer than 100 calls answered"
+	})
+	if err := w.router.close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
 }
