@@ -7,9 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/bubbus/bub/internal/natstest"
+	"github.com/bubbus/bub/internal/natsx"
 	"github.com/bubbus/bub/pkg/subjects"
 )
 
@@ -37,7 +36,7 @@ func TestConcurrentAnswersOnReplicatedBucketAreRefusedAsAnswered(t *testing.T) {
 	c := natstest.StartCluster(t, 3)
 	_, js := c.JetStream(t)
 	names := subjects.Default()
-	if _, err := js.CreateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: names.ApprovalsBucket(), Replicas: 3, Storage: jetstream.MemoryStorage}); err != nil {
+	if err := natsx.EnsureTopology(t.Context(), js, names, natsx.Topology{MemoryStorage: true, Replicas: 3}); err != nil {
 		t.Fatal(err)
 	}
 	s, err := Open(t.Context(), js, names)

@@ -6,9 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/bubbus/bub/internal/natstest"
+	"github.com/bubbus/bub/internal/natsx"
 	"github.com/bubbus/bub/pkg/agent"
 	"github.com/bubbus/bub/pkg/subjects"
 )
@@ -17,7 +16,7 @@ func openStore(t *testing.T) *Store {
 	t.Helper()
 	_, js := natstest.Start(t).JetStream(t)
 	names := subjects.Default()
-	if _, err := js.CreateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: names.ApprovalsBucket(), Storage: jetstream.MemoryStorage}); err != nil {
+	if err := natsx.EnsureTopology(t.Context(), js, names, natsx.Topology{MemoryStorage: true}); err != nil {
 		t.Fatal(err)
 	}
 	s, err := Open(t.Context(), js, names)
