@@ -27,29 +27,37 @@ import (
 const (
 	// markClaimed: a gateway is sending it (refreshed while the send
 	// runs; older than the ack wait = its gateway died). A channel that
-	// sends it in parts adds how many are delivered: "claimed:2".
+	// sends it in parts adds how many are delivered: "claimed:2"; an id
+	// whose earlier sends failed, how many failed: "claimed:0:3".
 	markClaimed = "claimed"
-	// markPartial: a failed send delivered some parts ("partial:2"): the
-	// next delivery claims it at once and sends the rest.
+	// markPartial: a send failed and is to be retried ("partial:2:1":
+	// 2 parts delivered, 1 send failed): the next try claims it at once
+	// and sends the rest, counting the failed sends against
+	// GatewayMaxDeliver wherever it runs.
 	markPartial = "partial"
 	// markSent: the channel accepted it.
 	markSent = "sent"
 )
 
 // mark is a claim's value: markClaimed or markPartial with the parts
-// delivered (none: the bare mark).
-func mark(kind string, parts int) []byte {
-	if parts == 0 {
-		return []byte(kind)
+// delivered and the sends that failed (trailing zeros left out).
+func mark(kind string, parts, failed int) []byte {
+	switch {
+	case failed > 0:
+		return []byte(kind + ":" + strconv.Itoa(parts) + ":" + strconv.Itoa(failed))
+	case parts > 0:
+		return []byte(kind + ":" + strconv.Itoa(parts))
 	}
-	return []byte(kind + ":" + strconv.Itoa(parts))
+	return []byte(kind)
 }
 
-// parseMark splits a claim's value into its kind and parts.
-func parseMark(v []byte) (kind string, parts int) {
-	kind, n, _ := strings.Cut(string(v), ":")
-	parts, _ = strconv.Atoi(n)
-	return kind, max(parts, 0)
+// parseMark splits a claim's value into its kind, parts and failed sends.
+func parseMark(v []byte) (kind string, parts, failed int) {
+	kind, rest, _ := strings.Cut(string(v), ":")
+	p, f, _ := strings.Cut(rest, ":")
+	parts, _ = strconv.Atoi(p)
+	failed, _ = strconv.Atoi(f)
+	return kind, max(parts, 0), max(failed, 0)
 }
 
 // delivery delivers the outbound envelopes of one channel: a pull loop
@@ -172,13 +180,15 @@ func (d *delivery) wait(ctx context.Context, cancel context.CancelFunc) {
 
 // lane sends the messages hashed to it one at a time, in order per
 // session (subject). A message whose send failed waits for its retry in
-// the lane, with the later messages of its session queued behind it, all
-// kept alive by in-progress acks; the lane's other sessions go on
-// meanwhile. (Handed back to the stream with a delayed nak, it would be
-// overtaken by the session's next reply.)
+// the lane, with the later messages of its session queued behind it; the
+// lane's other sessions go on meanwhile. (Handed back to the stream with a
+// delayed nak, it would be overtaken by the session's next reply.) The
+// held messages get an in-progress ack every keepAlive from a goroutine of
+// their own, so a long send of another session does not let them expire.
 type lane struct {
 	d    *delivery
 	in   chan jetstream.Msg
+	mu   sync.Mutex       // held, which the keep-alive reads
 	held map[string]*held // by subject
 }
 
@@ -187,11 +197,16 @@ type held struct {
 	msgs  []jetstream.Msg
 	tries uint64 // sends of msgs[0] this lane made
 	due   time.Time
+	// sending: the lane is sending msgs[0] (its lease keeps it alive);
+	// due does not apply.
+	sending bool
 }
 
 func (l *lane) run() {
-	keep := time.NewTicker(l.d.keepAlive())
-	defer keep.Stop()
+	stop := make(chan struct{})
+	var keeper sync.WaitGroup
+	keeper.Go(func() { l.keepAlive(stop) })
+	defer func() { close(stop); keeper.Wait() }()
 	retry := time.NewTimer(time.Hour)
 	defer retry.Stop()
 	for {
@@ -201,49 +216,115 @@ func (l *lane) run() {
 				l.handBack()
 				return
 			}
-			l.send(msg.Subject(), []jetstream.Msg{msg}, 0)
+			l.send(msg)
 		case now := <-retry.C:
-			for subject, h := range l.held {
-				if !h.due.After(now) {
-					delete(l.held, subject)
-					l.send(subject, h.msgs, h.tries)
-				}
-			}
-		case <-keep.C:
-			for _, h := range l.held {
-				for _, msg := range h.msgs {
-					_ = msg.InProgress()
-				}
+			for _, subject := range l.due(now) {
+				l.resend(subject)
 			}
 		}
-		next := time.Hour
-		for _, h := range l.held {
-			next = min(next, time.Until(h.due))
-		}
-		retry.Reset(next)
+		retry.Reset(l.next())
 	}
 }
 
-// send sends msgs of subject in order (tries: the sends of msgs[0] this
-// lane made before), or queues them behind the subject's held messages;
-// a failed send holds itself and the rest until its retry.
-func (l *lane) send(subject string, msgs []jetstream.Msg, tries uint64) {
+// send sends msg, or queues it behind its session's held messages; a
+// failed send holds it until its retry.
+func (l *lane) send(msg jetstream.Msg) {
+	subject := msg.Subject()
+	l.mu.Lock()
 	if h := l.held[subject]; h != nil {
-		h.msgs = append(h.msgs, msgs...)
+		h.msgs = append(h.msgs, msg)
+		l.mu.Unlock()
 		return
 	}
-	for i, msg := range msgs {
-		if wait := l.d.handle(msg, tries); wait > 0 {
-			l.held[subject] = &held{msgs: msgs[i:], tries: tries + 1, due: time.Now().Add(wait)}
+	l.mu.Unlock()
+	if wait := l.d.handle(msg, 0); wait > 0 {
+		l.mu.Lock()
+		l.held[subject] = &held{msgs: []jetstream.Msg{msg}, tries: 1, due: time.Now().Add(wait)}
+		l.mu.Unlock()
+	}
+}
+
+// resend sends the held messages of subject in order until one fails
+// again (held until its next retry) or none is left.
+func (l *lane) resend(subject string) {
+	for {
+		l.mu.Lock()
+		h := l.held[subject]
+		if len(h.msgs) == 0 {
+			delete(l.held, subject)
+			l.mu.Unlock()
 			return
 		}
-		tries = 0
+		h.sending = true
+		msg, tries := h.msgs[0], h.tries
+		l.mu.Unlock()
+		wait := l.d.handle(msg, tries)
+		l.mu.Lock()
+		h.sending = false
+		if wait > 0 {
+			h.tries, h.due = tries+1, time.Now().Add(wait)
+			l.mu.Unlock()
+			return
+		}
+		h.msgs, h.tries = h.msgs[1:], 0
+		l.mu.Unlock()
+	}
+}
+
+// due returns the subjects whose retry is due at now.
+func (l *lane) due(now time.Time) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var subjects []string
+	for subject, h := range l.held {
+		if !h.due.After(now) {
+			subjects = append(subjects, subject)
+		}
+	}
+	return subjects
+}
+
+// next is how long until the next retry is due (an hour when none is).
+func (l *lane) next() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	next := time.Hour
+	for _, h := range l.held {
+		next = min(next, time.Until(h.due))
+	}
+	return next
+}
+
+// keepAlive sends the held messages an in-progress ack every
+// keepAlive until stop closes.
+func (l *lane) keepAlive(stop <-chan struct{}) {
+	t := time.NewTicker(l.d.keepAlive())
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		l.mu.Lock()
+		for _, h := range l.held {
+			msgs := h.msgs
+			if h.sending {
+				msgs = msgs[1:] // kept alive by its lease
+			}
+			for _, msg := range msgs {
+				_ = msg.InProgress()
+			}
+		}
+		l.mu.Unlock()
 	}
 }
 
 // handBack hands the held messages back to the stream as the gateway
 // stops, each session's due at its retry.
 func (l *lane) handBack() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	for subject, h := range l.held {
 		for _, msg := range h.msgs {
 			_ = msg.NakWithDelay(max(time.Until(h.due), 0))
@@ -292,29 +373,44 @@ func (d *delivery) handle(msg jetstream.Msg, tries uint64) (retryIn time.Duratio
 		d.ack(ctx, msg, log)
 		return 0
 	case c.busy > 0:
+		// Another gateway's live claim (a copy of this id in flight there,
+		// or a gateway that died sending it): held until the claim goes
+		// stale, like a failed send, so the session's next reply waits.
+		if d.last(delivered) {
+			d.reject(ctx, msg, fmt.Errorf("outbound %s: another gateway's claim stayed live for %d tries", env.ID, delivered), log)
+			return 0
+		}
 		log.DebugContext(ctx, "gateway.claimed_elsewhere", "retry_in", c.busy)
-		_ = msg.NakWithDelay(c.busy)
-		return 0
+		return c.busy
 	}
+	// The sends an earlier gateway made and forgot (handed back as it
+	// stopped) count too.
+	delivered = max(delivered, uint64(c.failed)+1)
 	lease := d.hold(msg, key, c, log)
 	err = d.sender.Send(channels.WithProgress(ctx, lease), env)
 	rev, parts := lease.release()
 	if err != nil {
 		telemetry.Fail(span, err)
+		var wait time.Duration
+		if errors.Is(err, channels.ErrUndeliverable) {
+			d.reject(ctx, msg, err, log)
+		} else {
+			wait = d.retry(ctx, msg, delivered, err, log)
+		}
+		failed := 0 // dead-lettered: a later copy starts afresh
+		if wait > 0 {
+			failed = int(delivered)
+		}
 		var derr error
-		if parts > 0 { // the parts delivered stay delivered
-			_, derr = d.g.kv.Update(ctx, key, mark(markPartial, parts), rev)
+		if parts > 0 || failed > 0 { // the parts delivered stay delivered
+			_, derr = d.g.kv.Update(ctx, key, mark(markPartial, parts, failed), rev)
 		} else {
 			derr = d.g.kv.Delete(ctx, key, jetstream.LastRevision(rev))
 		}
 		if derr != nil {
 			log.Warn("gateway.unclaim_failed", "err", derr)
 		}
-		if errors.Is(err, channels.ErrUndeliverable) {
-			d.reject(ctx, msg, err, log)
-			return 0
-		}
-		return d.retry(ctx, msg, delivered, err, log)
+		return wait
 	}
 	if _, err := d.g.kv.Update(ctx, key, []byte(markSent), rev); err != nil {
 		// The claim stays and goes stale: a later copy of this id would be
@@ -334,7 +430,7 @@ func (d *delivery) ack(ctx context.Context, msg jetstream.Msg, log *slog.Logger)
 // retry returns when to send msg again (exponential backoff), or
 // dead-letters it on its last delivery and returns 0.
 func (d *delivery) retry(ctx context.Context, msg jetstream.Msg, delivered uint64, err error, log *slog.Logger) time.Duration {
-	if d.maxDlvr > 0 && delivered >= uint64(d.maxDlvr) {
+	if d.last(delivered) {
 		d.reject(ctx, msg, err, log)
 		return 0
 	}
@@ -347,20 +443,28 @@ func (d *delivery) retry(ctx context.Context, msg jetstream.Msg, delivered uint6
 	return delay
 }
 
+// last reports whether delivered tries reached the consumer's max
+// deliveries.
+func (d *delivery) last(delivered uint64) bool {
+	return d.maxDlvr > 0 && delivered >= uint64(d.maxDlvr)
+}
+
 func (d *delivery) reject(ctx context.Context, msg jetstream.Msg, err error, log *slog.Logger) {
 	if derr := d.g.dlq.Reject(ctx, msg, dlq.ReasonSendFailed, err); derr != nil {
 		log.Error("gateway.dlq_failed", "err", derr)
 	}
 }
 
-// claimed is the outcome of a claim: the claim's revision and the parts
-// an earlier send delivered, or the id was already sent, or another
-// gateway holds a live claim (retry after busy).
+// claimed is the outcome of a claim: the claim's revision, the parts
+// an earlier send delivered and the earlier sends that failed, or the id
+// was already sent, or another gateway holds a live claim (retry after
+// busy).
 type claimed struct {
-	rev   uint64
-	parts int
-	sent  bool
-	busy  time.Duration
+	rev    uint64
+	parts  int
+	failed int
+	sent   bool
+	busy   time.Duration
 }
 
 // claim claims key for this gateway with compare-and-set: a new claim, or
@@ -368,7 +472,7 @@ type claimed struct {
 // gateway died).
 func (d *delivery) claim(ctx context.Context, key string) (claimed, error) {
 	for range 3 {
-		rev, err := d.g.kv.Create(ctx, key, []byte(markClaimed))
+		rev, err := d.g.kv.Create(ctx, key, mark(markClaimed, 0, 0))
 		if err == nil {
 			return claimed{rev: rev}, nil
 		}
@@ -382,19 +486,19 @@ func (d *delivery) claim(ctx context.Context, key string) (claimed, error) {
 		if err != nil {
 			return claimed{}, err
 		}
-		kind, parts := parseMark(e.Value())
+		kind, parts, failed := parseMark(e.Value())
 		if kind == markSent {
 			return claimed{sent: true}, nil
 		}
 		if age := time.Since(e.Created()); kind != markPartial && age < d.ackWait {
 			return claimed{busy: d.ackWait - age}, nil
 		}
-		rev, err = d.g.kv.Update(ctx, key, mark(markClaimed, parts), e.Revision())
+		rev, err = d.g.kv.Update(ctx, key, mark(markClaimed, parts, failed), e.Revision())
 		if err == nil {
 			if kind != markPartial {
 				d.log.Warn("gateway.claim_taken_over", "key", key, "stale_for", time.Since(e.Created()))
 			}
-			return claimed{rev: rev, parts: parts}, nil
+			return claimed{rev: rev, parts: parts, failed: failed}, nil
 		}
 		if !errors.Is(err, jetstream.ErrKeyExists) && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 			return claimed{}, err
@@ -409,11 +513,12 @@ func (d *delivery) claim(ctx context.Context, key string) (claimed, error) {
 // the send's channels.Progress: the parts delivered are written to the
 // claim as they are.
 type lease struct {
-	d     *delivery
-	key   string
-	log   *slog.Logger
-	every time.Duration
-	sent  int // the parts an earlier send delivered
+	d      *delivery
+	key    string
+	log    *slog.Logger
+	every  time.Duration
+	sent   int // the parts an earlier send delivered
+	failed int // the earlier sends that failed
 
 	mu      sync.Mutex
 	rev     uint64
@@ -425,7 +530,7 @@ type lease struct {
 var _ channels.Progress = (*lease)(nil)
 
 func (d *delivery) hold(msg jetstream.Msg, key string, c claimed, log *slog.Logger) *lease {
-	l := &lease{d: d, key: key, log: log, every: d.keepAlive(), sent: c.parts, rev: c.rev, parts: c.parts}
+	l := &lease{d: d, key: key, log: log, every: d.keepAlive(), sent: c.parts, failed: c.failed, rev: c.rev, parts: c.parts}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.t = time.AfterFunc(l.every, func() {
@@ -445,7 +550,7 @@ func (d *delivery) hold(msg jetstream.Msg, key string, c claimed, log *slog.Logg
 func (l *lease) write(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, l.every)
 	defer cancel()
-	if rev, err := l.d.g.kv.Update(ctx, l.key, mark(markClaimed, l.parts), l.rev); err == nil {
+	if rev, err := l.d.g.kv.Update(ctx, l.key, mark(markClaimed, l.parts, l.failed), l.rev); err == nil {
 		l.rev = rev
 	} else {
 		l.log.Warn("gateway.claim_refresh_failed", "err", err)

@@ -39,28 +39,32 @@
 // the claim and sending in-progress acks every third of the ack wait;
 // mark the key "sent"; acknowledge. A message whose id is already marked
 // sent is acknowledged without sending (a second copy published under
-// another Nats-Msg-Id or after the dedupe window). A live claim of another
-// gateway makes the copy wait and come back (a copy that finds a live
-// claim GatewayMaxDeliver times is a duplicate and is dead-lettered). A
-// failed Send releases the claim and is sent again with exponential
-// backoff (RetryDelay, doubled per try, at most a minute; no sooner than
-// a rate limit's retry after, when the error says one:
-// channels.RetryAfter, Telegram's 429) until its deliveries and retries
-// reach GatewayMaxDeliver, after which it is dead-lettered as
+// another Nats-Msg-Id or after the dedupe window). A failed Send marks
+// the claim released ("partial", with the parts a channel delivered and
+// how many sends failed, so any gateway takes it at once and counts on)
+// and is sent again with exponential backoff (RetryDelay, doubled per
+// try, at most a minute; no sooner than a rate limit's retry after, when
+// the error says one: channels.RetryAfter, Telegram's 429) until its
+// tries reach GatewayMaxDeliver, after which it is dead-lettered as
 // send_failed; a Send error wrapping [channels.ErrUndeliverable] is
-// dead-lettered at once.
+// dead-lettered at once. A live claim of another gateway makes the copy
+// wait as a failed send does, until the claim goes stale (a copy that
+// finds a live claim GatewayMaxDeliver times is a duplicate and is
+// dead-lettered). A gateway that dies holding its last delivery is
+// dead-lettered as max_delivered by the advisory watcher
+// (dlq.WatchMaxDeliveries). Marks live as long as outbound messages (the
+// bucket's TTL is OutboundMaxAge).
 //
 // A session's replies are sent in order. The pull loop hashes each
 // message's subject (bub.outbound.<channel>.<session>) to one of
-// Concurrency lanes, each sending one message at a time. A failed message
-// waits for its retry in its lane, with the later replies of its session
-// queued behind it, all kept alive by in-progress acks, while the lane's
-// other sessions go on; a gateway that stops hands them back to the
-// stream, due at the retry. Two gateway instances sharing a channel may
-// send one session's replies in parallel: order holds within an instance. A gateway that
-// dies holding its last delivery is dead-lettered as max_delivered by the
-// advisory watcher (dlq.WatchMaxDeliveries). Marks live as long as
-// outbound messages (the bucket's TTL is OutboundMaxAge).
+// Concurrency lanes, each sending one message at a time. A message that
+// waits for its retry waits in its lane, with the later replies of its
+// session queued behind it, while the lane's other sessions go on; a
+// goroutine of the lane keeps them alive with in-progress acks, however
+// long the lane's current send takes. A gateway that stops hands them
+// back to the stream, due at the retry. Two gateway instances sharing a
+// channel may send one session's replies in parallel: order holds within
+// an instance.
 //
 // # Delivery guarantee
 //

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/bubbus/bub/internal/dlq"
@@ -36,6 +37,28 @@ func FuzzDecodeOutbound(f *testing.F) {
 		}
 		if env == nil || env.ID == "" || reason != "" {
 			t.Fatalf("decoded %+v reason %q", env, reason)
+		}
+	})
+}
+
+// FuzzParseMark: a claim's value (the delivered bucket is writable by
+// anyone with access to it) never panics the parser, never yields a
+// negative count, and every mark the gateway writes parses back to what
+// it wrote.
+func FuzzParseMark(f *testing.F) {
+	for _, seed := range []string{"claimed", "claimed:2", "partial:0:3", "partial:2:1", "sent", "", ":", "x:-1:-2", "a:b:c:d"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		kind, parts, failed := parseMark([]byte(v))
+		if parts < 0 || failed < 0 {
+			t.Fatalf("%q: parts %d, failed %d", v, parts, failed)
+		}
+		if strings.Contains(kind, ":") {
+			return // not a kind the gateway writes
+		}
+		if k, p, fl := parseMark(mark(kind, parts, failed)); k != kind || p != parts || fl != failed {
+			t.Fatalf("mark(%q, %d, %d) parses as %q, %d, %d", kind, parts, failed, k, p, fl)
 		}
 	})
 }

@@ -200,6 +200,20 @@ func (e *env) settled(t *testing.T, channel string) (bool, string) {
 		fmt.Sprintf("pending %d, ack pending %d, redelivered %d", info.NumPending, info.NumAckPending, info.NumRedelivered)
 }
 
+// consumerInfo is the state of the gateway consumer of channel.
+func (e *env) consumerInfo(t *testing.T, channel string) *jetstream.ConsumerInfo {
+	t.Helper()
+	cons, err := e.js.Consumer(t.Context(), e.names.OutboundStream(), e.names.GatewayConsumer(channel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := cons.Info(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info
+}
+
 func (e *env) deadLetter(t *testing.T, reason string) *jetstream.RawStreamMsg {
 	t.Helper()
 	var raw *jetstream.RawStreamMsg
@@ -481,15 +495,7 @@ func TestASessionsRepliesStayInOrderAfterAFailedSend(t *testing.T) {
 	if got, want := ch.sentInOrder(), []string{"out-b", "out-1", "out-2", "out-3"}; !slices.Equal(got, want) {
 		t.Fatalf("sent %v, want %v", got, want)
 	}
-	cons, err := e.js.Consumer(t.Context(), e.names.OutboundStream(), e.names.GatewayConsumer("test"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := cons.Info(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info.Delivered.Consumer != 4 {
+	if info := e.consumerInfo(t, "test"); info.Delivered.Consumer != 4 {
 		t.Fatalf("%d deliveries for 4 replies: held replies were redelivered", info.Delivered.Consumer)
 	}
 }

@@ -1,18 +1,21 @@
 package gateway_test
 
-// Delivery to Telegram on rare answers: a flood wait longer than the
-// channel waits out itself, a long reply whose later part fails. Each
-// test failed before its fix.
+// Delivery on rare paths: a flood wait longer than the channel waits out
+// itself, a long reply whose later part fails, a held reply while the
+// lane sends another for long, a reply another gateway's live claim
+// holds, failed sends across a restart. Each test failed before its fix.
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -165,5 +168,150 @@ func TestLongReplyIsNotSentTwiceAfterAFailedChunk(t *testing.T) {
 			lens[i] = len(m.Text)
 		}
 		t.Fatalf("the chat received %d messages of lengths %v (%d characters) for a reply of %d characters: want its 2 chunks once each", len(sent), lens, total, len(text))
+	}
+}
+
+// TestHeldReplyIsKeptAliveWhileTheLaneSendsAnother (failed before the
+// fix): the held messages of a lane got their in-progress acks only from
+// a ticker of (*lane).run's select, so while the lane is blocked in a
+// Send of another session's reply (a send longer than the ack wait is
+// supported: the lease keeps *that* message alive; Telegram's Send waits
+// out a 429 of up to a minute against a 30s default ack wait) nobody
+// keeps the held ones alive:
+//
+//	out-1 (session a) fails   -> held in the lane, due in 1s
+//	out-b (session b) Send blocks 1.5s (5 ack waits)
+//	  300ms: out-1 not acked -> redelivered (delivery 2), queued in l.in
+//	  600ms: redelivered again (delivery 3 = GatewayMaxDeliver)
+//	  900ms: max-deliveries advisory -> dlq watcher dead-letters out-1 as
+//	         max_delivered and deletes it from the stream
+//	out-b returns; the lane retries its held out-1 and sends it
+//
+// So a reply the user received is also dead-lettered (a replay of the
+// dead letter sends it twice), and the redelivered copies pile up in the
+// held queue behind the original (had the original then hit its last
+// try, a copy would have been sent again after the dead letter, after
+// the session's later replies). Expected (doc.go: the held replies are
+// "kept alive by in-progress acks"): no redelivery of the held reply, no
+// dead letter.
+func TestHeldReplyIsKeptAliveWhileTheLaneSendsAnother(t *testing.T) {
+	e := setup(t, natsx.Topology{GatewayAckWait: 300 * time.Millisecond, GatewayMaxDeliver: 3})
+	ch := newSendChannel("test")
+	ch.fail = func(env *envelope.Envelope, try int) error {
+		switch env.ID {
+		case "out-1":
+			if try == 1 {
+				return errors.New("telegram: 502 bad gateway")
+			}
+		case "out-b":
+			ch.mu.Unlock() // a slow send (a flood wait, an upload)
+			time.Sleep(1500 * time.Millisecond)
+			ch.mu.Lock()
+		}
+		return nil
+	}
+	e.start(t, gateway.Options{Channels: provider(ch), Concurrency: 1, RetryDelay: time.Second})
+	e.publishOutbound(t, "test", "test:a", "out-1", "")
+	natstest.Eventually(t, 5*time.Second, func() (bool, string) {
+		return ch.triesOf("out-1") == 1, "out-1 not tried"
+	})
+	e.publishOutbound(t, "test", "test:b", "out-b", "")
+	natstest.Eventually(t, 10*time.Second, func() (bool, string) {
+		return ch.sentCount("out-1") == 1 && ch.sentCount("out-b") == 1,
+			fmt.Sprintf("out-1 sent %d, out-b sent %d", ch.sentCount("out-1"), ch.sentCount("out-b"))
+	})
+	time.Sleep(500 * time.Millisecond) // let a late advisory land
+	if info := e.consumerInfo(t, "test"); info.Delivered.Consumer != 2 {
+		t.Errorf("%d deliveries for 2 replies: the held out-1 was not kept alive while the lane sent out-b", info.Delivered.Consumer)
+	}
+	st, err := e.js.Stream(t.Context(), e.names.DLQStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw, err := st.GetLastMsgForSubject(t.Context(), e.names.DLQ(dlq.ReasonMaxDelivered)); err == nil {
+		t.Errorf("out-1 was sent to the user and also dead-lettered as max_delivered: %s", raw.Header.Get(subjects.HeaderDLQError))
+	} else if !errors.Is(err, jetstream.ErrMsgNotFound) {
+		t.Fatal(err)
+	}
+}
+
+// TestClaimedElsewhereReplyIsNotOvertaken (failed before the fix): the
+// "claimed elsewhere" path of handle (c.busy > 0) handed the message back
+// with NakWithDelay and returned 0, so (*lane).send goes on with the session's
+// next reply: the overtaking the change fixed for failed sends remains
+// for a reply that finds a live claim. A live claim left by a gateway that
+// died mid-send (its message comes back at the ack wait, when the claim,
+// refreshed right after the message's last in-progress ack, is a few ms
+// short of stale; or a claim written just before the crash, as here):
+//
+//	out-1 (session a): claim is live -> NakWithDelay(~500ms), return 0
+//	out-2 (session a): sent at once
+//	~500ms later: out-1 comes back, the claim is stale, out-1 is sent
+//
+// The chat gets out-2 before out-1, both sent by this one instance
+// (doc.go: "A session's replies are sent in order ... order holds within
+// an instance"). Expected: out-1, out-2.
+func TestClaimedElsewhereReplyIsNotOvertaken(t *testing.T) {
+	e := setup(t, natsx.Topology{GatewayAckWait: 500 * time.Millisecond})
+	kv, err := e.js.KeyValue(t.Context(), e.names.DeliveredBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The claim of a gateway that died sending out-1.
+	if _, err := kv.Create(t.Context(), e.names.DeliveredKey("test", "out-1"), []byte("claimed")); err != nil {
+		t.Fatal(err)
+	}
+	ch := newSendChannel("test")
+	e.start(t, gateway.Options{Channels: provider(ch), Concurrency: 1})
+	e.publishOutbound(t, "test", "test:a", "out-1", "")
+	e.publishOutbound(t, "test", "test:a", "out-2", "")
+	natstest.Eventually(t, 10*time.Second, func() (bool, string) {
+		ok, why := e.settled(t, "test")
+		return ok && len(ch.sentInOrder()) == 2, why
+	})
+	if got, want := ch.sentInOrder(), []string{"out-1", "out-2"}; !slices.Equal(got, want) {
+		t.Fatalf("sent %v, want %v: the claimed-elsewhere out-1 was overtaken by its session's next reply", got, want)
+	}
+}
+
+// TestRetriesInTheLaneCountAcrossARestart (failed before the fix, which
+// keeps the failed sends in the claim): handle counted a message's sends
+// as md.NumDelivered + tries, tries living only in the lane's held entry. When the gateway stops, handBack NAKs the held
+// message: the server counts one more delivery, and the lane's retries
+// are forgotten. With GatewayMaxDeliver 3:
+//
+//	gateway 1: delivery 1, send 1 fails, held; send 2 (tries 1) fails, held
+//	Stop: NakWithDelay (server: delivered once)
+//	gateway 2: delivery 2 (tries 0 -> "2nd send"), send 3 fails, held;
+//	           send 4 ("3rd send") fails -> dead-lettered
+//
+// Four sends instead of three; each restart hands a failing reply a
+// fresh budget (and restarts its backoff), up to M(M+1)/2 sends for
+// GatewayMaxDeliver M (55 for the default 10) with restarts between
+// its retries. Before the change each failure was a delivery and the
+// bound held across restarts. Expected (doc.go: sent again "until its
+// deliveries and retries reach GatewayMaxDeliver"): 3 sends in all.
+func TestRetriesInTheLaneCountAcrossARestart(t *testing.T) {
+	e := setup(t, natsx.Topology{GatewayMaxDeliver: 3})
+	failing := func(*envelope.Envelope, int) error { return errors.New("telegram: 502 bad gateway") }
+	first := newSendChannel("test")
+	first.fail = failing
+	g, _ := e.start(t, gateway.Options{Channels: provider(first), Concurrency: 1, RetryDelay: 300 * time.Millisecond})
+	e.publishOutbound(t, "test", "test:a", "out-1", "")
+	// Send 2 at +300ms; send 3 would be at +900ms.
+	natstest.Eventually(t, 5*time.Second, func() (bool, string) {
+		return first.triesOf("out-1") == 2, fmt.Sprintf("%d tries", first.triesOf("out-1"))
+	})
+	if err := g.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	second := newSendChannel("test")
+	second.fail = failing
+	e.start(t, gateway.Options{Channels: provider(second), Concurrency: 1, RetryDelay: 300 * time.Millisecond})
+	e.deadLetter(t, dlq.ReasonSendFailed)
+	time.Sleep(300 * time.Millisecond)
+	if n := first.triesOf("out-1") + second.triesOf("out-1"); n != 3 {
+		t.Fatalf("out-1 sent %d times (%d before the restart, %d after), want GatewayMaxDeliver = 3",
+			n, first.triesOf("out-1"), second.triesOf("out-1"))
 	}
 }
