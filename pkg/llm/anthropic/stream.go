@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -18,11 +19,17 @@ var errTruncated = errors.New("stream ended before message_stop")
 // accumulator, streaming text and thinking deltas to onDelta, and closes
 // the stream. The stream must begin with message_start and end with
 // message_stop; events after message_stop are not read.
+//
+// A tool_use block's input is the input_json_delta pieces as they came:
+// the accumulator replaces input that is not JSON with {} (a call cut off
+// by max_tokens would run with no arguments), where the agent must see
+// the malformed arguments and fail the step.
 func consume(stream *ssestream.Stream[asdk.MessageStreamEventUnion], onDelta func(llm.Delta)) (asdk.Message, error) {
 	defer stream.Close()
 	var (
 		msg     asdk.Message
 		started bool
+		inputs  = map[int64]*strings.Builder{} // by block index
 	)
 	for stream.Next() {
 		ev := stream.Current()
@@ -33,8 +40,21 @@ func consume(stream *ssestream.Stream[asdk.MessageStreamEventUnion], onDelta fun
 		if err := msg.Accumulate(ev); err != nil {
 			return msg, fmt.Errorf("stream: %w", err)
 		}
+		if ev.Type == "content_block_delta" && ev.Delta.Type == "input_json_delta" {
+			b := inputs[ev.Index]
+			if b == nil {
+				b = new(strings.Builder)
+				inputs[ev.Index] = b
+			}
+			b.WriteString(ev.Delta.PartialJSON)
+		}
 		switch {
 		case ev.Type == "message_stop":
+			for i, b := range inputs {
+				if i >= 0 && i < int64(len(msg.Content)) && msg.Content[i].Type == "tool_use" && b.Len() > 0 {
+					msg.Content[i].Input = json.RawMessage(b.String())
+				}
+			}
 			return msg, nil
 		case ev.Type != "content_block_delta" || onDelta == nil:
 		case ev.Delta.Type == "text_delta" && ev.Delta.Text != "" && blockType(msg, ev.Index) == "text":

@@ -74,17 +74,17 @@ func (c *thinkingCache) blocksOf(calls []llm.ToolCall) []asdk.ContentBlockParamU
 }
 
 // canThink reports whether a call over messages may turn thinking on: not
-// when it continues a tool loop (the last message is a tool result) whose
-// assistant message has no known thinking blocks.
+// when it continues a tool loop (the last assistant message, before the
+// tool results and any user message after them, such as the agent's
+// continue prompt, requested tools) whose thinking blocks this provider
+// does not hold.
 func (c *thinkingCache) canThink(messages []llm.Message) bool {
 	for i := len(messages) - 1; i >= 0; i-- {
-		switch m := messages[i]; {
-		case m.Role == llm.RoleTool:
+		switch m := messages[i]; m.Role {
+		case llm.RoleTool, llm.RoleUser:
 			continue
-		case i == len(messages)-1:
-			return true // not in a tool loop
-		case m.Role == llm.RoleAssistant:
-			return len(c.blocksOf(m.ToolCalls)) > 0
+		case llm.RoleAssistant:
+			return len(m.ToolCalls) == 0 || len(c.blocksOf(m.ToolCalls)) > 0
 		default:
 			return true
 		}

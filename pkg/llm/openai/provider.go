@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"time"
 
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -122,20 +123,36 @@ func (p *Provider) stream(ctx context.Context, body []byte, into **http.Response
 	return ssestream.NewStream[oai.ChatCompletionChunk](ssestream.NewDecoder(*into), err)
 }
 
-// drainOnClose reads what is left of a body, up to maxDrain bytes, before
-// closing it. The stream stops at "data: [DONE]" and closes the body,
-// and net/http keeps an HTTP/1.1 connection for the next call only when
-// its body was read to the end: when the chunked body's terminator came
-// in a later read than [DONE], the connection was dropped and the next
-// call dialed a new one (a TLS handshake against a real provider).
+// drainOnClose reads what is left of a body, up to maxDrain bytes and for
+// at most drainWait, before closing it. The stream stops at "data: [DONE]"
+// and closes the body, and net/http keeps an HTTP/1.1 connection for the
+// next call only when its body was read to the end: when the chunked
+// body's terminator came in a later read than [DONE], the connection was
+// dropped and the next call dialed a new one (a TLS handshake against a
+// real provider). The answer is complete at [DONE]: a server slow to end
+// its response (or one that never does) costs its connection, not the
+// call's time.
 type drainOnClose struct{ io.ReadCloser }
 
-// maxDrain bounds what Close reads: after [DONE] only the chunked
-// encoding's terminator is left.
-const maxDrain = 4 << 10
+// maxDrain bounds what Close reads (after [DONE] only the chunked
+// encoding's terminator is left), drainWait how long it waits for it.
+const (
+	maxDrain  = 4 << 10
+	drainWait = 50 * time.Millisecond
+)
 
 func (d drainOnClose) Close() error {
-	_, _ = io.CopyN(io.Discard, d.ReadCloser, maxDrain)
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		_, _ = io.CopyN(io.Discard, d.ReadCloser, maxDrain)
+	}()
+	t := time.NewTimer(drainWait)
+	defer t.Stop()
+	select {
+	case <-drained:
+	case <-t.C: // closed unread: the connection goes, and the read ends
+	}
 	return d.ReadCloser.Close()
 }
 

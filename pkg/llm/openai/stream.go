@@ -144,7 +144,10 @@ func usageOf(u oai.CompletionUsage) *llm.Usage {
 		TotalTokens:      int(u.TotalTokens),
 	}
 	if u.JSON.PromptTokensDetails.Valid() {
-		usage.PromptTokensDetails = &llm.PromptTokensDetails{CachedTokens: int(u.PromptTokensDetails.CachedTokens)}
+		usage.PromptTokensDetails = &llm.PromptTokensDetails{
+			CachedTokens:     int(u.PromptTokensDetails.CachedTokens),
+			CacheWriteTokens: int(u.PromptTokensDetails.CacheWriteTokens),
+		}
 	}
 	return usage
 }
