@@ -20,8 +20,10 @@ import (
 const DefaultContinuePrompt = "Continue the task until all targets are completed."
 
 // contextOverflow matches provider errors that mean the context is too
-// long (Bub's auto-handoff pattern).
-var contextOverflow = regexp.MustCompile(`(?i)context.{0,40}(length|window)|maximum.{0,40}context|tokens?.{0,20}limit|prompt.{0,40}too long|tokens?\s*>\s*\d+\s*maximum`)
+// long: Bub's auto-handoff pattern, as Bub writes it (a wider one hands
+// off on errors Bub fails the run for, such as "tokens per minute …
+// limit", and the handoff's anchor cuts the session's context for good).
+var contextOverflow = regexp.MustCompile(`(?i)context.{0,20}(?:length|window)|maximum.{0,20}context|token.{0,10}limit|prompt.{0,10}too long|tokens? > \d+ maximum`)
 
 // Run executes one agent run (Bub's run_stream): an empty prompt answers
 // "error: empty prompt"; a prompt starting with "," runs a comma command;
@@ -190,10 +192,9 @@ func (r *Run) finish(ctx context.Context, start time.Time, out *Output, err *err
 }
 
 // overflowed reports whether a step's error means the context is too long
-// (Bub's auto-handoff pattern). A rate limit (HTTP 429) never does,
-// although OpenAI's says "tokens per min (TPM): Limit …", which the
-// pattern matches: a handoff would cut the session's context because of a
-// temporary condition.
+// (Bub's auto-handoff pattern). A rate limit (HTTP 429) never does, whatever
+// its message says: a handoff would cut the session's context because of
+// a temporary condition.
 func overflowed(err error) bool {
 	var be *bub.Error
 	if errors.As(err, &be) && be.Details["status_code"] == http.StatusTooManyRequests {

@@ -157,9 +157,11 @@ func (p *Plugin) BuildPrompt(_ context.Context, in hooks.BuildPromptInput) (llm.
 		msg.Kind = envelope.KindCommand
 		return llm.Text(msg.Content), true, nil
 	}
-	text := "---Date: " + p.o.Now().Format("2006-01-02T15:04:05-07:00") + "---\n" + msg.Content
+	// The context line and the date line together, only for a message
+	// with a context (Bub's context_prefix).
+	text := msg.Content
 	if cs := msg.ContextStr(); cs != "" {
-		text = cs + "\n" + text
+		text = cs + "\n---Date: " + p.o.Now().Format("2006-01-02T15:04:05-07:00") + "---\n" + text
 	}
 	parts := mediaParts(msg.Media)
 	if len(parts) == 0 {

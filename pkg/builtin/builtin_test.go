@@ -173,7 +173,8 @@ func TestLoadState(t *testing.T) {
 
 // TestBuildPromptText is behaviour check 51: comma commands are returned
 // raw and mark the message a command; other content gets the context line
-// and the date line.
+// and the date line, both only when the message has a context (Bub's
+// context_prefix).
 func TestBuildPromptText(t *testing.T) {
 	image := []envelope.Media{{Type: "image", MimeType: "image/png", URL: "data:image/png;base64,iVBO"}}
 	cst := time.Date(2025, 3, 4, 5, 6, 7, 890_000_000, time.FixedZone("CST", 8*3600))
@@ -189,22 +190,23 @@ func TestBuildPromptText(t *testing.T) {
 			",help", envelope.KindCommand},
 		{"a leading space is no command", cst,
 			envelope.Envelope{Content: " ,help", Kind: envelope.KindNormal},
-			"---Date: 2025-03-04T05:06:07+08:00---\n ,help", envelope.KindNormal},
+			" ,help", envelope.KindNormal},
 		{"context line, date line, content", cst,
 			envelope.Envelope{Content: "hello", Kind: envelope.KindNormal, Context: envelope.NewContext("sender_id", "u1", "channel", "$telegram")},
 			"sender_id=u1|channel=$telegram\n---Date: 2025-03-04T05:06:07+08:00---\nhello", envelope.KindNormal},
-		{"no context, no context line", cst,
+		// Bub's context_prefix: both lines, or neither.
+		{"no context: neither context line nor date line", cst,
 			envelope.Envelope{Content: "hello", Kind: envelope.KindNormal},
-			"---Date: 2025-03-04T05:06:07+08:00---\nhello", envelope.KindNormal},
-		{"only runtime keys: no context line", cst,
+			"hello", envelope.KindNormal},
+		{"only runtime keys: no context, no date line", cst,
 			envelope.Envelope{Content: "hello", Context: envelope.NewContext("_x", "y")},
-			"---Date: 2025-03-04T05:06:07+08:00---\nhello", ""},
+			"hello", ""},
 		{"UTC offset is +00:00", time.Date(2025, 12, 31, 23, 59, 59, 0, time.UTC),
-			envelope.Envelope{Content: "hello"},
-			"---Date: 2025-12-31T23:59:59+00:00---\nhello", ""},
+			envelope.Envelope{Content: "hello", Context: envelope.NewContext("a", "b")},
+			"a=b\n---Date: 2025-12-31T23:59:59+00:00---\nhello", ""},
 		{"negative offset", time.Date(2025, 1, 2, 3, 4, 5, 0, time.FixedZone("NST", -(3*3600+30*60))),
-			envelope.Envelope{Content: "hello"},
-			"---Date: 2025-01-02T03:04:05-03:30---\nhello", ""},
+			envelope.Envelope{Content: "hello", Context: envelope.NewContext("a", "b")},
+			"a=b\n---Date: 2025-01-02T03:04:05-03:30---\nhello", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -228,7 +230,7 @@ func TestBuildPromptText(t *testing.T) {
 // URL parts, inline audio becomes input_audio, everything else is left
 // out, and without parts the prompt stays plain text.
 func TestBuildPromptMedia(t *testing.T) {
-	const text = "---Date: 2025-03-04T05:06:07+00:00---\nlook"
+	const text = "a=b\n---Date: 2025-03-04T05:06:07+00:00---\nlook"
 	withParts := func(parts ...llm.Part) llm.Content {
 		return llm.Content{Parts: append([]llm.Part{{Type: "text", Text: text}}, parts...)}
 	}
@@ -281,7 +283,7 @@ func TestBuildPromptMedia(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := newPlugin(t, builtin.Options{Now: func() time.Time { return now }})
-			msg := &envelope.Envelope{Content: "look", Media: tt.media}
+			msg := &envelope.Envelope{Content: "look", Media: tt.media, Context: envelope.NewContext("a", "b")}
 			got, _, err := p.BuildPrompt(t.Context(), hooks.BuildPromptInput{Message: msg})
 			if err != nil {
 				t.Fatal(err)

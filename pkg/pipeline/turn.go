@@ -148,7 +148,9 @@ func (f *Pipeline) modelStage(ctx context.Context, in *hooks.Inbound, sid string
 	}
 	text, err := stream.Text()
 	if err != nil {
-		return "", fmt.Errorf("run_model: %w", err)
+		// As it is: on_error shows its text to the user (Bub's
+		// str(error)), with no attribution of ours in front.
+		return "", err
 	}
 	return text, nil
 }
