@@ -38,7 +38,10 @@ func WriteJSONL(w io.Writer, entries []Entry) error {
 // kind not a string, payload not an object, date present but not a
 // string); a missing or invalid meta becomes {}, and a missing date is
 // derived from a legacy "timestamp" (epoch seconds, default 0). Only read
-// errors are returned.
+// errors are returned. NaN, Infinity and -Infinity, which Python's json
+// writes and reads, become null. Numbers are float64 (as in every Entry
+// payload), so an integer beyond 2^53 (a 64-bit chat id) comes back
+// rounded; Python keeps it exact.
 func ReadJSONL(r io.Reader) ([]Entry, error) {
 	br := bufio.NewReader(r)
 	var entries []Entry
@@ -95,10 +98,61 @@ func decodeEntry(line []byte) (e Entry, ok bool) {
 		return Entry{}, false
 	}
 	var w wireEntry
-	if json.Unmarshal(line, &w) != nil {
-		return Entry{}, false // not JSON
+	if err := json.Unmarshal(line, &w); err != nil {
+		// Python's json writes NaN, Infinity and -Infinity and reads them
+		// back: such a line is Bub's, kept with those numbers as null.
+		finite, ok := nullNonFinite(line)
+		if !ok || json.Unmarshal(finite, &w) != nil {
+			return Entry{}, false // not JSON
+		}
 	}
 	return w.entry()
+}
+
+// nonFinite are Python's JSON tokens for the floats JSON has no numbers
+// for, longest first.
+var nonFinite = [...]string{"-Infinity", "Infinity", "NaN"}
+
+// nullNonFinite returns line with every non-finite token outside strings
+// replaced by null, and whether there was one.
+func nullNonFinite(line []byte) ([]byte, bool) {
+	var (
+		out      []byte
+		inString bool
+		found    bool
+	)
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case inString:
+			if c == '\\' && i+1 < len(line) {
+				out = append(out, c, line[i+1])
+				i++
+				continue
+			}
+			inString = c != '"'
+		case c == '"':
+			inString = true
+		default:
+			if tok := nonFiniteAt(line[i:]); tok != "" {
+				out = append(out, "null"...)
+				i += len(tok) - 1
+				found = true
+				continue
+			}
+		}
+		out = append(out, c)
+	}
+	return out, found
+}
+
+func nonFiniteAt(b []byte) string {
+	for _, tok := range nonFinite {
+		if bytes.HasPrefix(b, []byte(tok)) {
+			return tok
+		}
+	}
+	return ""
 }
 
 // entry validates w as Bub does; ok is false for records Bub skips.

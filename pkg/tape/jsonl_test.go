@@ -106,6 +106,7 @@ func FuzzReadJSONL(f *testing.F) {
 	f.Add([]byte(`{"id": 1, "kind": "message", "payload": {"content": "ok"}, "meta": {}, "date": "2026-01-01T00:00:00+00:00"}` + "\n"))
 	f.Add([]byte(`{"id": 3, "kind": "event", "payload": {"name": "legacy"}, "meta": "bad", "timestamp": 1700000000.25}`))
 	f.Add([]byte("not json\n\n{\"id\": 2, \"kind\": \"x\", \"payload\": {\"a\": [1, 2.5e300, null]}}\n"))
+	f.Add([]byte(`{"id": 4, "kind": "event", "payload": {"cost": NaN, "s": "NaN \" Infinity", "r": [-Infinity, Infinity]}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		entries, err := tape.ReadJSONL(bytes.NewReader(data))
 		if err != nil {

@@ -167,7 +167,10 @@ func plainMessageOf(payload map[string]any) (m llm.Message, ok bool) {
 	return m, true
 }
 
-// toolCallsOf converts serialized tool calls, skipping non-objects.
+// toolCallsOf converts serialized tool calls, skipping non-objects. Every
+// object gives one call, whatever its fields hold, so result i stays
+// paired with call i (Bub keeps every object): a field of the wrong type
+// is left empty, and arguments that are not a string are their JSON text.
 func toolCallsOf(v any) []llm.ToolCall {
 	list, _ := v.([]any)
 	var calls []llm.ToolCall
@@ -177,9 +180,20 @@ func toolCallsOf(v any) []llm.ToolCall {
 			continue
 		}
 		var c llm.ToolCall
-		if b, err := json.Marshal(m); err == nil && json.Unmarshal(b, &c) == nil {
-			calls = append(calls, c)
+		c.ID, _ = m["id"].(string)
+		c.Type, _ = m["type"].(string)
+		fn, _ := m["function"].(map[string]any)
+		c.Function.Name, _ = fn["name"].(string)
+		switch args := fn["arguments"].(type) {
+		case string:
+			c.Function.Arguments = args
+		case nil:
+		default:
+			if b, err := json.Marshal(args); err == nil {
+				c.Function.Arguments = string(b)
+			}
 		}
+		calls = append(calls, c)
 	}
 	return calls
 }
@@ -433,7 +447,7 @@ func (t Tape) Anchors(ctx context.Context, limit int) ([]AnchorSummary, error) {
 	if err != nil {
 		return nil, err
 	}
-	entries = entries[max(0, len(entries)-limit):]
+	entries = entries[pyTail(len(entries), limit):]
 	out := make([]AnchorSummary, len(entries))
 	for i, e := range entries {
 		name := "-"
@@ -447,6 +461,19 @@ func (t Tape) Anchors(ctx context.Context, limit int) ([]AnchorSummary, error) {
 		out[i] = AnchorSummary{Name: name, State: state}
 	}
 	return out, nil
+}
+
+// pyTail is where Python's entries[-limit:] starts in n entries: the
+// last limit, all of them for 0, and past the first -limit for a
+// negative limit.
+func pyTail(n, limit int) int {
+	if limit < 0 {
+		return min(n, -limit)
+	}
+	if limit == 0 {
+		return 0
+	}
+	return max(0, n-limit)
 }
 
 // Search is a tape.search request.

@@ -85,8 +85,18 @@ func MapEvent(ev events.Event, runID string, at time.Time) (Batch, error) {
 // (as decoded by events.DecodePayload), stamped with the run id and the
 // event time. Events the recorder does not record give an empty batch; a
 // handoff or reset with a value of the wrong type gives its zero value
-// (see [Check]).
+// (see [Check]). Content keeps only its text parts (tape.StripMedia:
+// images and audio never reach the tape), for the recorder's commit as
+// for a run's fork.
 func Map(payload any, runID string, at time.Time) Batch {
+	b := mapPayload(payload, runID, at)
+	for i, e := range b.Entries {
+		b.Entries[i] = tape.StripMedia(e)
+	}
+	return b
+}
+
+func mapPayload(payload any, runID string, at time.Time) Batch {
 	meta := map[string]any{"run_id": runID}
 	date := tape.FormatDate(at)
 	ev := func(name string, data map[string]any, m map[string]any) Batch {
