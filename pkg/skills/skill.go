@@ -181,6 +181,8 @@ type parsed struct {
 // matter is empty (as it is when longer than [MaxFrontMatter]). Keys are
 // lowercased; of keys equal but for case the last one wins.
 func parse(text string) parsed {
+	// Python reads the file with universal newlines.
+	text = strings.ReplaceAll(strings.ReplaceAll(text, "\r\n", "\n"), "\r", "\n")
 	text = strings.TrimSpace(text)
 	lines := strings.Split(text, "\n")
 	if strings.TrimSpace(lines[0]) != "---" {

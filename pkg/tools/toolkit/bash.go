@@ -108,7 +108,7 @@ func runBash(ctx context.Context, shells *Shells, tc *tools.Context, args map[st
 		return "started: " + sh.id, nil
 	}
 	defer shells.forget(sh)
-	timer := time.NewTimer(time.Duration(timeout) * time.Second)
+	timer := time.NewTimer(seconds(timeout))
 	defer timer.Stop()
 	select {
 	case <-sh.exited:
@@ -141,12 +141,7 @@ func bashOutput(shells *Shells, args map[string]any) (string, error) {
 		shells.forget(sh)
 	}
 	text := []rune(shells.redact(sh.out.String()))
-	offset, _ := intArg(args, "offset")
-	start := max(0, min(offset, len(text)))
-	end := len(text)
-	if limit, ok := intArg(args, "limit"); ok {
-		end = min(len(text), start+max(0, limit))
-	}
+	start, end := window(args, len(text))
 	body := strings.TrimRightFunc(string(text[start:end]), unicode.IsSpace)
 	if body == "" {
 		body = "(no output)"

@@ -63,12 +63,7 @@ func fsRead(_ context.Context, tc *tools.Context, args map[string]any) (any, err
 		return nil, err
 	}
 	lines := splitLines(text)
-	offset, _ := intArg(args, "offset")
-	start := max(0, min(offset, len(lines)))
-	end := len(lines)
-	if limit, ok := intArg(args, "limit"); ok {
-		end = min(len(lines), start+max(0, limit))
-	}
+	start, end := window(args, len(lines))
 	return strings.Join(lines[start:end], "\n"), nil
 }
 
@@ -102,11 +97,20 @@ func fsEdit(_ context.Context, tc *tools.Context, args map[string]any) (any, err
 	if err != nil {
 		return nil, err
 	}
+	// The model sees lines as fs.read shows them, joined by \n: the edit
+	// is made on that text, and the file keeps its own line break.
+	text, eol := universal(text)
+	old, _ = universal(old)
+	repl, _ := universal(stringArg(args, "new"))
 	at := lineOffset(text, start)
 	if !strings.Contains(text[at:], old) {
 		return nil, fmt.Errorf("'%s' not found in %s from line %d", old, f.path, start)
 	}
-	if err := f.write(text[:at] + strings.ReplaceAll(text[at:], old, stringArg(args, "new"))); err != nil {
+	out := text[:at] + strings.ReplaceAll(text[at:], old, repl)
+	if eol != "\n" {
+		out = strings.ReplaceAll(out, "\n", eol)
+	}
+	if err := f.write(out); err != nil {
 		return nil, err
 	}
 	return "edited: " + f.path, nil
@@ -115,12 +119,25 @@ func fsEdit(_ context.Context, tc *tools.Context, args map[string]any) (any, err
 // splitLines splits text at \n, \r\n and \r; a final line break ends the
 // last line rather than starting an empty one.
 func splitLines(text string) []string {
-	text = strings.ReplaceAll(text, "\r\n", "\n")
-	text = strings.ReplaceAll(text, "\r", "\n")
+	text, _ = universal(text)
 	if text == "" {
 		return nil
 	}
 	return strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+}
+
+// universal returns text with Python's universal newlines (\r\n and \r
+// read as \n), and the line break text uses (\r\n or \r when it has one,
+// else \n; a file that mixes them gets its first kind).
+func universal(text string) (norm, eol string) {
+	eol = "\n"
+	switch {
+	case strings.Contains(text, "\r\n"):
+		eol = "\r\n"
+	case strings.Contains(text, "\r"):
+		eol = "\r"
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(text, "\r\n", "\n"), "\r", "\n"), eol
 }
 
 // lineOffset returns the byte offset where line n (0-based) of text

@@ -3,7 +3,9 @@ package toolkit
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
+	"time"
 
 	"github.com/bubbus/bub/pkg/hooks"
 	"github.com/bubbus/bub/pkg/skills"
@@ -110,6 +112,25 @@ func stringArg(args map[string]any, name string) string {
 func intArg(args map[string]any, name string) (int, bool) {
 	n, ok := args[name].(int)
 	return n, ok
+}
+
+// window returns the part [start, end) of n items that the offset and
+// limit arguments select (Python's items[offset:offset+limit], without
+// overflowing on a huge limit).
+func window(args map[string]any, n int) (start, end int) {
+	offset, _ := intArg(args, "offset")
+	start, end = max(0, min(offset, n)), n
+	if limit, ok := intArg(args, "limit"); ok {
+		end = start + min(max(0, limit), n-start)
+	}
+	return start, end
+}
+
+// seconds is a duration of n seconds, at most the longest time.Duration
+// (a huge timeout argument overflowed into a negative one, which fired at
+// once).
+func seconds(n int) time.Duration {
+	return time.Duration(min(int64(n), int64(math.MaxInt64/time.Second))) * time.Second
 }
 
 func boolArg(args map[string]any, name string) bool {

@@ -34,8 +34,9 @@ func subagentTools(opts Options) []tools.Tool {
 				}
 				req.AllowedTools = names
 			}
-			if skills := stringList(args["allowed_skills"]); len(skills) > 0 {
-				req.AllowedSkills = skills
+			if v, given := args["allowed_skills"]; given && v != nil {
+				// Given, even empty: [] allows no skill (nil would be all).
+				req.AllowedSkills = stringList(v)
 			}
 			return tc.Spawner.Spawn(ctx, req)
 		},

@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
+
+	"golang.org/x/text/encoding/htmlindex"
+	"golang.org/x/text/encoding/unicode"
 
 	"github.com/bubbus/bub/pkg/bub"
 	"github.com/bubbus/bub/pkg/tools"
@@ -71,7 +74,7 @@ func fetch(ctx context.Context, client *http.Client, limit int64, args map[strin
 	if !ok || timeout <= 0 {
 		timeout = defaultFetchTimeout
 	}
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(timeout)*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, seconds(timeout))
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
@@ -100,5 +103,19 @@ func fetch(ctx context.Context, client *http.Client, limit int64, args map[strin
 		body = body[:limit]
 		text = fmt.Sprintf("\n\n[truncated: the response is longer than %d bytes]", limit)
 	}
-	return strings.ToValidUTF8(string(body), "\uFFFD") + text, nil
+	return decodeText(body, resp.Header.Get("Content-Type")) + text, nil
+}
+
+// decodeText is body as text in the charset its Content-Type declares
+// (as aiohttp's response.text() reads it), UTF-8 without one; bytes that
+// do not decode become U+FFFD.
+func decodeText(body []byte, contentType string) string {
+	if _, params, err := mime.ParseMediaType(contentType); err == nil && params["charset"] != "" {
+		if enc, err := htmlindex.Get(params["charset"]); err == nil && enc != unicode.UTF8 {
+			if b, err := enc.NewDecoder().Bytes(body); err == nil {
+				body = b
+			}
+		}
+	}
+	return strings.ToValidUTF8(string(body), "\uFFFD")
 }
