@@ -69,11 +69,7 @@ func (w *Writer) Hold(ctx context.Context, msg jetstream.Msg, reason string, cau
 	if err != nil {
 		return err
 	}
-	if err := w.publish(ctx, msg.Subject(), msg.Headers(), msg.Data(), reason, cause, storedCopy(md.Stream, md.Sequence.Stream)); err != nil {
-		return err
-	}
-	w.log.Warn("dlq.rejected", "subject", msg.Subject(), "reason", reason, "err", cause)
-	return nil
+	return w.HoldStored(ctx, md.Stream, &jetstream.RawStreamMsg{Subject: msg.Subject(), Sequence: md.Sequence.Stream, Header: msg.Headers(), Data: msg.Data()}, reason, cause)
 }
 
 // HoldStored copies raw, a message read from stream (a direct get, not a

@@ -226,8 +226,7 @@ func (l *lane) run() {
 	}
 }
 
-// send sends msg, or queues it behind its session's held messages; a
-// failed send holds it until its retry.
+// send queues msg behind its session's held messages, or sends it now.
 func (l *lane) send(msg jetstream.Msg) {
 	subject := msg.Subject()
 	l.mu.Lock()
@@ -236,16 +235,13 @@ func (l *lane) send(msg jetstream.Msg) {
 		l.mu.Unlock()
 		return
 	}
+	l.held[subject] = &held{msgs: []jetstream.Msg{msg}}
 	l.mu.Unlock()
-	if wait := l.d.handle(msg, 0); wait > 0 {
-		l.mu.Lock()
-		l.held[subject] = &held{msgs: []jetstream.Msg{msg}, tries: 1, due: time.Now().Add(wait)}
-		l.mu.Unlock()
-	}
+	l.resend(subject)
 }
 
 // resend sends the held messages of subject in order until one fails
-// again (held until its next retry) or none is left.
+// (held until its next retry) or none is left.
 func (l *lane) resend(subject string) {
 	for {
 		l.mu.Lock()
@@ -295,10 +291,10 @@ func (l *lane) next() time.Duration {
 	return next
 }
 
-// keepAlive sends the held messages an in-progress ack every
-// keepAlive until stop closes.
+// keepAlive sends the held messages an in-progress ack every keepEvery
+// until stop closes.
 func (l *lane) keepAlive(stop <-chan struct{}) {
-	t := time.NewTicker(l.d.keepAlive())
+	t := time.NewTicker(l.d.keepEvery())
 	defer t.Stop()
 	for {
 		select {
@@ -333,9 +329,9 @@ func (l *lane) handBack() {
 	}
 }
 
-// keepAlive is how often a message held in this gateway gets an
+// keepEvery is how often a message held in this gateway gets an
 // in-progress ack (and a claim a refresh): a third of the ack wait.
-func (d *delivery) keepAlive() time.Duration { return max(d.ackWait/3, 10*time.Millisecond) }
+func (d *delivery) keepEvery() time.Duration { return max(d.ackWait/3, 10*time.Millisecond) }
 
 // handle delivers one outbound message: claim its id, send, mark it sent,
 // acknowledge. Bad messages are dead-lettered. A failed send returns the
@@ -530,7 +526,7 @@ type lease struct {
 var _ channels.Progress = (*lease)(nil)
 
 func (d *delivery) hold(msg jetstream.Msg, key string, c claimed, log *slog.Logger) *lease {
-	l := &lease{d: d, key: key, log: log, every: d.keepAlive(), sent: c.parts, failed: c.failed, rev: c.rev, parts: c.parts}
+	l := &lease{d: d, key: key, log: log, every: d.keepEvery(), sent: c.parts, failed: c.failed, rev: c.rev, parts: c.parts}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.t = time.AfterFunc(l.every, func() {
